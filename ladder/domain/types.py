@@ -1,0 +1,216 @@
+"""The routing law's vocabulary: frozen dataclasses and closed sets of values (DESIGN §1)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import IntEnum
+from functools import cached_property
+from typing import Literal
+
+Billing = Literal["subscription", "metered", "keyless", "unknown"]
+Overage = Literal["hard-stop", "meters-to-paid", "unknown"]
+Source = Literal["poll", "headers", "error"]
+Grouping = Literal["subscription", "thrifty"]
+BudgetPeriod = Literal["day", "month"]
+Tier = Literal["free", "cheap", "premium"]
+
+BILLINGS: tuple[Billing, ...] = ("subscription", "metered", "keyless", "unknown")
+OVERAGES: tuple[Overage, ...] = ("hard-stop", "meters-to-paid", "unknown")
+SOURCES: tuple[Source, ...] = ("poll", "headers", "error")
+BUDGET_PERIODS: tuple[BudgetPeriod, ...] = ("day", "month")
+CATEGORIES: tuple[str, ...] = ("coding", "reasoning", "vision", "chat", "multimodal")
+BUDGET_RUNGS: tuple[str, ...] = ("cheap", "premium")
+
+
+class Rung(IntEnum):
+    SUBSCRIPTION = 0
+    KEYLESS = 1
+    FREE = 2
+    CHEAP = 3
+    PREMIUM = 4
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+class Reason:
+    """Reason codes of DESIGN L14, in the precedence order of STATE.md (first one wins)."""
+
+    UNKNOWN_CONNECTION = "unknown_connection"
+    DISABLED = "disabled"
+    COOLING_DOWN = "cooling_down"
+    KEYLESS_NOT_PLAN = "keyless_not_plan"
+    UNCURATED_PROVIDER = "uncurated_provider"
+    NOT_PLAN_BILLING = "not_plan_billing"
+    OVERAGE_NOT_HARD_STOP = "overage_not_hard_stop"
+    RUNG_DISABLED = "rung_disabled"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    NO_READING = "no_reading"
+    READING_UNVERIFIABLE = "reading_unverifiable"
+    WINDOW_RESET_PASSED = "window_reset_passed"
+    READING_STALE = "reading_stale"
+    QUOTA_EXHAUSTED = "quota_exhausted"
+    BELOW_REENTRY_FLOOR = "below_reentry_floor"
+
+    ALL: tuple[str, ...] = (
+        UNKNOWN_CONNECTION,
+        DISABLED,
+        COOLING_DOWN,
+        KEYLESS_NOT_PLAN,
+        UNCURATED_PROVIDER,
+        NOT_PLAN_BILLING,
+        OVERAGE_NOT_HARD_STOP,
+        RUNG_DISABLED,
+        BUDGET_EXHAUSTED,
+        NO_READING,
+        READING_UNVERIFIABLE,
+        WINDOW_RESET_PASSED,
+        READING_STALE,
+        QUOTA_EXHAUSTED,
+        BELOW_REENTRY_FLOOR,
+    )
+
+
+@dataclass(frozen=True)
+class LadderConfig:
+    exit_cutoff_pct: float = 2.0
+    reentry_min_remaining_pct: float = 5.0
+    max_reading_age_s: float = 180.0
+    rung_budget_usd: Mapping[str, float] = field(default_factory=dict)
+    budget_period: BudgetPeriod = "month"
+    free_max_input_usd_per_mtok: float = 0.0
+    cheap_max_input_usd_per_mtok: float = 1.0
+    refresh_interval_s: float = 60.0
+
+    @property
+    def reentry_floor_pct(self) -> float:
+        return max(self.reentry_min_remaining_pct, self.exit_cutoff_pct)
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    provider: str
+    auth_type: str | None
+    billing: Billing
+    overage: Overage
+    source_url: str | None = None
+    notes: str = ""
+    reviewed_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    provider: str
+    model: str
+    input_usd_per_mtok: float | None = None
+    output_usd_per_mtok: float | None = None
+    free: bool = False
+    categories: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Window:
+    name: str
+    remaining_pct: float
+    reset_at: datetime | None = None
+    scope_models: tuple[str, ...] = ()
+    latched: bool = False
+
+
+@dataclass(frozen=True)
+class Reading:
+    fetched_at: datetime
+    windows: tuple[Window, ...] = ()
+    source: Source = "poll"
+    verifiable: bool = True
+    observed_overage: Overage | None = None
+    # Why an adapter could not verify the reading (a missing or renamed field…), for people.
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Connection:
+    id: str
+    provider: str
+    auth_type: str | None = None
+    keyless: bool = False
+    enabled: bool = True
+    disabled_reason: str | None = None
+    base_url: str | None = None
+    cooldown_until: datetime | None = None
+    overage_override: Overage | None = None
+    models: tuple[str, ...] | None = None
+    reading: Reading | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    provider: str
+    model: str
+    connection_id: str | None = None
+    allowed_connection_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything a resolution reads, as one immutable value (DESIGN L12)."""
+
+    config: LadderConfig = field(default_factory=LadderConfig)
+    billing_catalog: tuple[CatalogEntry, ...] = ()
+    models: tuple[ModelEntry, ...] = ()
+    connections: tuple[Connection, ...] = ()
+    # Spend of the current budget period per budget rung ("cheap", "premium"); absent = $0.
+    spend_usd: Mapping[str, float] = field(default_factory=dict)
+
+    @cached_property
+    def connections_by_id(self) -> dict[str, Connection]:
+        return {c.id: c for c in self.connections}
+
+    @cached_property
+    def models_by_key(self) -> dict[tuple[str, str], ModelEntry]:
+        return {(m.provider, m.model): m for m in self.models}
+
+    @cached_property
+    def catalog_by_key(self) -> dict[tuple[str, str | None], CatalogEntry]:
+        return {(e.provider, e.auth_type): e for e in self.billing_catalog}
+
+
+@dataclass(frozen=True)
+class PoolEntry:
+    provider: str
+    model: str
+    rung: Rung
+    connection_id: str | None
+    allowed_connection_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    provider: str
+    model: str
+    connection_id: str
+    rung: Rung | None
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Empty:
+    code: str
+    message: str
+    retry_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Resolution:
+    model: str
+    grouping: Grouping
+    category: str | None
+    resolved_at: datetime
+    pool: tuple[PoolEntry, ...]
+    excluded: tuple[Exclusion, ...]
+    empty: Empty | None
+    refresh: tuple[str, ...]
