@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import IntEnum
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 Billing = Literal["subscription", "metered", "keyless", "unknown"]
 Overage = Literal["hard-stop", "meters-to-paid", "unknown"]
@@ -164,6 +164,8 @@ class Snapshot:
     connections: tuple[Connection, ...] = ()
     # Spend of the current budget period per budget rung ("cheap", "premium"); absent = $0.
     spend_usd: Mapping[str, float] = field(default_factory=dict)
+    # Per-snapshot memo of derived values (billing verdicts by connection id); never compared.
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
     @cached_property
     def connections_by_id(self) -> dict[str, Connection]:
@@ -214,3 +216,21 @@ class Resolution:
     excluded: tuple[Exclusion, ...]
     empty: Empty | None
     refresh: tuple[str, ...]
+
+
+FailureClass = Literal["quota_exhausted", "rate_limited", "auth_failed", "upstream_error"]
+FAILURE_CLASSES: tuple[FailureClass, ...] = ("quota_exhausted", "rate_limited", "auth_failed", "upstream_error")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A provider adapter's classification of an upstream error (DESIGN L6/L7)."""
+
+    classification: FailureClass
+    # The window the failure names (e.g. "7d" for a weekly exhaustion), when the adapter can tell.
+    window: str | None = None
+    # When the exhausted window resets, if the error says so (headers or body).
+    reset_at: datetime | None = None
+    # Upstream Retry-After (or its equivalent) in seconds, when given.
+    retry_after_s: float | None = None
+    detail: str = ""

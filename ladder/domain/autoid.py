@@ -1,0 +1,78 @@
+"""L13: the auto-id grammar."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ladder.domain.types import CATEGORIES, Grouping
+
+TIERS: tuple[Grouping, ...] = ("subscription", "thrifty")
+# Tiers that may bill past a plan. Neither accepted tier does, so no accepted id is paid-tier.
+PAID_TIERS: frozenset[str] = frozenset()
+PREFIX = "auto/"
+
+
+class AutoIdError(ValueError):
+    field = "model"
+
+
+@dataclass(frozen=True)
+class AutoId:
+    grouping: Grouping
+    category: str | None = None
+
+    def __str__(self) -> str:
+        return compose_auto_id(self.grouping, self.category)
+
+
+def _accepted() -> str:
+    return "auto/subscription, auto/thrifty, auto/<category>:<tier>"
+
+
+def parse_auto_id(value: object) -> AutoId:
+    if not isinstance(value, str) or not value:
+        raise AutoIdError(f"must be an auto id; accepted: {_accepted()}")
+    if not value.startswith(PREFIX):
+        raise AutoIdError(f"{value}: not an auto id; accepted: {_accepted()}")
+    rest = value[len(PREFIX):]
+    if rest in TIERS:
+        return AutoId(rest)  # type: ignore[arg-type]
+    if ":" not in rest:
+        raise AutoIdError(
+            f"{value}: unknown auto id; accepted: {_accepted()} "
+            f"with category in {', '.join(CATEGORIES)} and tier in {', '.join(TIERS)}"
+        )
+    category, _, tier = rest.partition(":")
+    if category not in CATEGORIES:
+        raise AutoIdError(f"{value}: unknown category {category!r}; accepted: {', '.join(CATEGORIES)}")
+    if tier not in TIERS:
+        raise AutoIdError(f"{value}: unknown tier {tier!r}; accepted: {', '.join(TIERS)}")
+    return AutoId(tier, category)  # type: ignore[arg-type]
+
+
+def compose_auto_id(grouping: Grouping, category: str | None = None) -> str:
+    if grouping not in TIERS:
+        raise AutoIdError(f"unknown tier {grouping!r}; accepted: {', '.join(TIERS)}")
+    if category is None:
+        return f"{PREFIX}{grouping}"
+    if category not in CATEGORIES:
+        raise AutoIdError(f"unknown category {category!r}; accepted: {', '.join(CATEGORIES)}")
+    return f"{PREFIX}{category}:{grouping}"
+
+
+def is_paid_tier_auto_id(value: str) -> bool:
+    """True only for an auto id whose tier may bill past a plan: none of the accepted ids."""
+    try:
+        parsed = parse_auto_id(value)
+    except AutoIdError:
+        return False
+    return parsed.grouping in PAID_TIERS
+
+
+def advertised_auto_ids(categories_in_catalog: set[str] | frozenset[str]) -> list[str]:
+    """auto/subscription, auto/thrifty, then every auto/<category>:<tier> whose category has a model."""
+    ids = [compose_auto_id(tier) for tier in TIERS]
+    for category in CATEGORIES:
+        if category in categories_in_catalog:
+            ids.extend(compose_auto_id(tier, category) for tier in TIERS)
+    return ids

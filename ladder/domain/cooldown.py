@@ -1,0 +1,45 @@
+"""L7: cooldowns after failures, clamped to the upstream reset."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+QUOTA_BACKOFF_BASE_S = 60.0
+QUOTA_BACKOFF_CAP_S = 7 * 24 * 3600.0
+TRANSIENT_BACKOFF_BASE_S = 5.0
+TRANSIENT_BACKOFF_CAP_S = 300.0
+
+
+def quota_backoff_s(level: int) -> float:
+    """60 s × 2^level, capped at 7 days."""
+    if level >= 20:  # 60 × 2^20 is far past the cap; avoid huge integers
+        return QUOTA_BACKOFF_CAP_S
+    return min(QUOTA_BACKOFF_BASE_S * 2 ** max(level, 0), QUOTA_BACKOFF_CAP_S)
+
+
+def transient_backoff_s(level: int) -> float:
+    """5 s × 2^level, capped at 300 s."""
+    if level >= 10:
+        return TRANSIENT_BACKOFF_CAP_S
+    return min(TRANSIENT_BACKOFF_BASE_S * 2 ** max(level, 0), TRANSIENT_BACKOFF_CAP_S)
+
+
+def clamp_cooldown_to_reset(cooldown_until: datetime, reset_at: datetime | None, now: datetime) -> datetime:
+    """A cooldown may end earlier than the backoff says, never later than a future upstream reset."""
+    if reset_at is not None and reset_at > now:
+        return min(cooldown_until, reset_at)
+    return cooldown_until
+
+
+def quota_cooldown_until(
+    *, now: datetime, level: int, retry_after_s: float | None, reset_at: datetime | None
+) -> datetime:
+    """Cooldown after a quota exhaustion: Retry-After wins over the backoff, then the reset clamps."""
+    wait_s = retry_after_s if retry_after_s is not None and retry_after_s >= 0 else quota_backoff_s(level)
+    return clamp_cooldown_to_reset(now + timedelta(seconds=wait_s), reset_at, now)
+
+
+def transient_cooldown_until(*, now: datetime, level: int, retry_after_s: float | None) -> datetime:
+    """Cooldown after a transient 429: Retry-After when given, else the short backoff; no latch."""
+    wait_s = retry_after_s if retry_after_s is not None and retry_after_s >= 0 else transient_backoff_s(level)
+    return now + timedelta(seconds=wait_s)

@@ -1,0 +1,31 @@
+"""L2 economic tier and L3 rung of a (candidate, connection) pair."""
+
+from __future__ import annotations
+
+from ladder.domain.types import Billing, LadderConfig, ModelEntry, Rung, Tier
+
+
+def economic_tier(model: ModelEntry | None, config: LadderConfig) -> Tier:
+    if model is None:
+        return "premium"
+    if model.free:
+        return "free"
+    price = model.input_usd_per_mtok
+    if price is None:
+        return "premium"
+    if price <= config.free_max_input_usd_per_mtok:
+        return "free"
+    if price <= config.cheap_max_input_usd_per_mtok:
+        return "cheap"
+    return "premium"
+
+
+_TIER_RUNG: dict[Tier, Rung] = {"free": Rung.FREE, "cheap": Rung.CHEAP, "premium": Rung.PREMIUM}
+
+
+def rung_for(billing: Billing, model: ModelEntry | None, config: LadderConfig) -> Rung:
+    if billing == "subscription":
+        return Rung.SUBSCRIPTION
+    if billing == "keyless":
+        return Rung.KEYLESS
+    return _TIER_RUNG[economic_tier(model, config)]

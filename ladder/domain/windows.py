@@ -1,0 +1,71 @@
+"""L4 per-model windows, L5 freshness and L6 hysteresis."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from fnmatch import fnmatchcase
+from functools import lru_cache
+
+from ladder.domain.types import LadderConfig, Reading, Window
+
+
+@lru_cache(maxsize=65536)
+def scope_matches(scope_models: tuple[str, ...], model: str) -> bool:
+    """A window applies when its scope is empty or one glob matches the model id (case-insensitive)."""
+    if not scope_models:
+        return True
+    lowered = model.lower()
+    return any(fnmatchcase(lowered, glob.lower()) for glob in scope_models)
+
+
+def applicable_windows(reading: Reading, model: str) -> tuple[Window, ...]:
+    return tuple(w for w in reading.windows if scope_matches(w.scope_models, model))
+
+
+def is_exhausted(window: Window, config: LadderConfig) -> bool:
+    return window.remaining_pct <= config.exit_cutoff_pct
+
+
+def is_usable(window: Window, config: LadderConfig) -> bool:
+    """Latched: usable only above the re-entry floor; unlatched: above the exit cutoff."""
+    threshold = config.reentry_floor_pct if window.latched else config.exit_cutoff_pct
+    return window.remaining_pct > threshold
+
+
+def next_latch(previous_latched: bool, remaining_pct: float, config: LadderConfig) -> bool:
+    """The latch after a new reading: set at or below the cutoff, cleared only above the floor."""
+    if remaining_pct <= config.exit_cutoff_pct:
+        return True
+    if remaining_pct > config.reentry_floor_pct:
+        return False
+    return previous_latched
+
+
+def reading_age_s(reading: Reading, now: datetime) -> float:
+    return max(0.0, (now - reading.fetched_at).total_seconds())
+
+
+def is_too_old(reading: Reading, now: datetime, config: LadderConfig) -> bool:
+    return reading_age_s(reading, now) > config.max_reading_age_s
+
+
+def reset_passed(window: Window, now: datetime) -> bool:
+    return window.reset_at is not None and window.reset_at <= now
+
+
+def is_fresh(reading: Reading, windows: tuple[Window, ...], now: datetime, config: LadderConfig) -> bool:
+    """Young enough, and no applicable window describes a period that has already ended."""
+    return not is_too_old(reading, now, config) and not any(reset_passed(w, now) for w in windows)
+
+
+def needs_refresh(reading: Reading | None, windows: tuple[Window, ...], now: datetime, config: LadderConfig) -> bool:
+    return reading is None or not is_fresh(reading, windows, now, config)
+
+
+def blocks_as_evidence(
+    window: Window, reading_fresh: bool, now: datetime, config: LadderConfig
+) -> bool:
+    """L10: an unusable window excludes a plan pair when the reading is fresh or its reset lies ahead."""
+    if is_usable(window, config):
+        return False
+    return reading_fresh or (window.reset_at is not None and window.reset_at > now)

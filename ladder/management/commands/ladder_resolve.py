@@ -1,0 +1,72 @@
+"""The offline resolver (STATE.md): where would this request go right now, and why?"""
+
+from __future__ import annotations
+
+import json
+import sys
+from argparse import ArgumentParser
+from datetime import UTC, datetime
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from ladder.domain import AutoIdError, resolution_to_dict, resolve
+from ladder.statefile import StateError, load_json_text, parse_state, parse_time, state_to_dict
+
+
+class Command(BaseCommand):
+    help = "Resolve an auto id against a state file (or export the live state with --export)."
+    requires_system_checks: list[str] = []
+    requires_migrations_checks = False
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("state", nargs="?", help="the state file (STATE.md); - for standard input")
+        parser.add_argument("--model", help="override request.model, e.g. auto/coding:thrifty")
+        parser.add_argument("--now", help="override now, an ISO 8601 time with a zone")
+        parser.add_argument("--export", action="store_true", help="print the live database's state")
+        parser.add_argument("--indent", type=int, default=None, help="pretty-print with this indent")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["export"]:
+            if options["state"]:
+                raise CommandError("--export takes no state file", returncode=2)
+            self._print(self._export(options), options["indent"])
+            return
+        if not options["state"]:
+            raise CommandError("give a state file (or --export)", returncode=2)
+        try:
+            document = self._resolve(options)
+        except StateError as exc:
+            raise CommandError(str(exc), returncode=2) from None
+        except AutoIdError as exc:
+            raise CommandError(f"request.model: {exc}", returncode=2) from None
+        self._print(document, options["indent"])
+
+    def _resolve(self, options: dict[str, Any]) -> dict[str, Any]:
+        path = options["state"]
+        try:
+            if path == "-":
+                text = sys.stdin.read()
+            else:
+                with open(path, encoding="utf-8") as fh:
+                    text = fh.read()
+        except OSError as exc:
+            raise StateError("", f"cannot read {path}: {exc.strerror}") from None
+        state = parse_state(load_json_text(text))
+        now = parse_time(options["now"], "--now") if options["now"] else state.now
+        if now is None:
+            raise StateError("now", "is required (or pass --now)")
+        model = options["model"] or state.model
+        if model is None:
+            raise StateError("request.model", "is required (or pass --model)")
+        resolution = resolve(state.snapshot, model, state.candidates, now)
+        return resolution_to_dict(resolution)
+
+    def _export(self, options: dict[str, Any]) -> dict[str, Any]:
+        from ladder.selectors import snapshot_load
+
+        now = parse_time(options["now"], "--now") if options["now"] else datetime.now(UTC)
+        return state_to_dict(snapshot_load(now=now), now)
+
+    def _print(self, document: dict[str, Any], indent: int | None) -> None:
+        self.stdout.write(json.dumps(document, ensure_ascii=False, indent=indent))
