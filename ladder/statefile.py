@@ -183,7 +183,9 @@ def parse_config(value: Any, path: str) -> dict[str, Any]:
 
 
 def parse_catalog_entry(value: Any, path: str) -> CatalogEntry:
-    obj = _Obj(value, path, ("provider", "auth_type", "billing", "overage", "source_url", "notes", "reviewed_at"))
+    obj = _Obj(
+        value, path, ("provider", "auth_type", "billing", "overage", "source_url", "notes", "reviewed_at")
+    )
     return CatalogEntry(
         provider=obj.need("provider", parse_str),
         auth_type=obj.get("auth_type", parse_auth_type, None),
@@ -309,13 +311,13 @@ def parse_state(data: Any) -> State:
         data, "", ("now", "config", "billing_catalog", "models", "connections", "spend_usd", "request")
     )
     config = build_config(top.get("config", parse_config, {}))
-    catalog = top.get("billing_catalog", _list(parse_catalog_entry), [])
+    catalog: list[CatalogEntry] = top.get("billing_catalog", _list(parse_catalog_entry), [])
     _unique(catalog, lambda e: (e.provider, e.auth_type), "billing_catalog", "provider and auth_type")
-    models = top.get("models", _list(parse_model_entry), [])
+    models: list[ModelEntry] = top.get("models", _list(parse_model_entry), [])
     _unique(models, lambda m: (m.provider, m.model), "models", "provider and model")
-    connections = top.get("connections", _list(parse_connection), [])
+    connections: list[Connection] = top.get("connections", _list(parse_connection), [])
     _unique(connections, lambda c: c.id, "connections", "connection id")
-    spend = top.get("spend_usd", parse_spend, {})
+    spend: dict[str, float] = top.get("spend_usd", parse_spend, {})
     model: str | None = None
     candidates: tuple[Candidate, ...] | None = None
     if top.has("request"):
@@ -329,7 +331,9 @@ def parse_state(data: Any) -> State:
         connections=tuple(connections),
         spend_usd=spend,
     )
-    return State(snapshot=snapshot, now=top.get("now", parse_optional_time, None), model=model, candidates=candidates)
+    return State(
+        snapshot=snapshot, now=top.get("now", parse_optional_time, None), model=model, candidates=candidates
+    )
 
 
 def config_to_dict(snapshot: Snapshot) -> dict[str, Any]:

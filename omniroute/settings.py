@@ -37,7 +37,9 @@ def database_from_url(url: str) -> dict[str, object]:
         }
     if parsed.scheme == "sqlite":
         return sqlite_database(unquote(parsed.path) or str(BASE_DIR / "db.sqlite3"))
-    raise ValueError(f"DATABASE_URL: unsupported scheme {parsed.scheme!r}; expected postgres:// or sqlite:///")
+    raise ValueError(
+        f"DATABASE_URL: unsupported scheme {parsed.scheme!r}; expected postgres:// or sqlite:///"
+    )
 
 
 def sqlite_database(name: str) -> dict[str, object]:

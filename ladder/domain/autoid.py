@@ -34,7 +34,7 @@ def parse_auto_id(value: object) -> AutoId:
         raise AutoIdError(f"must be an auto id; accepted: {_accepted()}")
     if not value.startswith(PREFIX):
         raise AutoIdError(f"{value}: not an auto id; accepted: {_accepted()}")
-    rest = value[len(PREFIX):]
+    rest = value[len(PREFIX) :]
     if rest in TIERS:
         return AutoId(rest)  # type: ignore[arg-type]
     if ":" not in rest:

@@ -18,7 +18,11 @@ def period_bounds(now: datetime, period: BudgetPeriod) -> tuple[datetime, dateti
         start = utc.replace(hour=0, minute=0, second=0, microsecond=0)
         return start, start + timedelta(days=1)
     start = utc.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    end = start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+    end = (
+        start.replace(year=start.year + 1, month=1)
+        if start.month == 12
+        else start.replace(month=start.month + 1)
+    )
     return start, end
 
 
@@ -38,7 +42,9 @@ class RungBudget:
         return self.budget_usd is not None and self.spent_usd >= self.budget_usd
 
 
-def rung_budgets(config: LadderConfig, spend_usd: Mapping[str, float], now: datetime) -> dict[Rung, RungBudget]:
+def rung_budgets(
+    config: LadderConfig, spend_usd: Mapping[str, float], now: datetime
+) -> dict[Rung, RungBudget]:
     _, end = period_bounds(now, config.budget_period)
     return {
         rung: RungBudget(

@@ -52,7 +52,9 @@ def config_errors(values: Mapping[str, Any]) -> dict[str, str]:
             for rung, amount in budgets.items():
                 field = f"rung_budget_usd.{rung}"
                 if rung not in BUDGET_RUNGS:
-                    errors[field] = f"unknown rung {rung!r}; budgets exist only for: {', '.join(BUDGET_RUNGS)}"
+                    errors[field] = (
+                        f"unknown rung {rung!r}; budgets exist only for: {', '.join(BUDGET_RUNGS)}"
+                    )
                 elif not (is_number(amount) and amount >= 0):
                     errors[field] = "must be a number ≥ 0 (0 disables the rung)"
     return errors

@@ -75,9 +75,7 @@ def catalog_candidates(snapshot: Snapshot, category: str | None) -> list[Candida
         if category is not None and category not in entry.categories:
             continue
         allowed = tuple(
-            c.id
-            for c in by_provider.get(entry.provider, ())
-            if c.models is None or entry.model in c.models
+            c.id for c in by_provider.get(entry.provider, ()) if c.models is None or entry.model in c.models
         )
         candidates.append(Candidate(entry.provider, entry.model, None, allowed))
     return candidates
@@ -111,7 +109,10 @@ def _billing_failure(connection: Connection, verdict: BillingVerdict) -> tuple[s
         return Reason.KEYLESS_NOT_PLAN, "keyless connections never qualify for auto/subscription"
     if not verdict.curated:
         auth = connection.auth_type or "provider-wide"
-        return Reason.UNCURATED_PROVIDER, f"no billing catalog row for {connection.provider}/{auth}: treated as metered"
+        return (
+            Reason.UNCURATED_PROVIDER,
+            f"no billing catalog row for {connection.provider}/{auth}: treated as metered",
+        )
     if verdict.billing != "subscription":
         return Reason.NOT_PLAN_BILLING, f"billing is {verdict.billing}, not subscription"
     if verdict.overage != "hard-stop":
@@ -179,7 +180,9 @@ def judge_pair(
         wants_reading
         and connection.enabled
         and not cooling
-        and (reading is None or is_too_old(reading, now, config) or any(reset_passed(w, now) for w in windows))
+        and (
+            reading is None or is_too_old(reading, now, config) or any(reset_passed(w, now) for w in windows)
+        )
     )
     if retry_at is not None and retry_at <= now:
         retry_at = None
@@ -202,7 +205,7 @@ def _judge_plan_reading(
             assert window.reset_at is not None
             return (
                 Reason.WINDOW_RESET_PASSED,
-                f"window {window.name} reset at {format_utc(window.reset_at)}: the reading describes a past period",
+                f"window {window.name} reset at {format_utc(window.reset_at)}: reading is of a past period",
                 None,
             )
     if is_too_old(reading, now, config):
@@ -283,13 +286,21 @@ def resolve(
                 survivors.setdefault(pair.rung, []).append(connection_id)
                 continue
             excluded.append(
-                Exclusion(candidate.provider, candidate.model, connection_id, pair.rung, pair.reason, pair.detail)
+                Exclusion(
+                    candidate.provider, candidate.model, connection_id, pair.rung, pair.reason, pair.detail
+                )
             )
             if pair.retry_at is not None and (retry_at is None or pair.retry_at < retry_at):
                 retry_at = pair.retry_at
         for rung, allowed in survivors.items():
             placed.append(
-                (int(rung), index, PoolEntry(candidate.provider, candidate.model, rung, candidate.connection_id, tuple(allowed)))
+                (
+                    int(rung),
+                    index,
+                    PoolEntry(
+                        candidate.provider, candidate.model, rung, candidate.connection_id, tuple(allowed)
+                    ),
+                )
             )
 
     placed.sort(key=lambda item: (item[0], item[1]))
@@ -322,4 +333,6 @@ def _empty(model: str, grouping: Grouping, judged: int, retry_at: datetime | Non
             f"{model}: no plan connection with fresh, verified, hard-stop quota left{when}",
             retry_at,
         )
-    return Empty("all_rungs_exhausted", f"{model}: every rung is exhausted, disabled or cooling down{when}", retry_at)
+    return Empty(
+        "all_rungs_exhausted", f"{model}: every rung is exhausted, disabled or cooling down{when}", retry_at
+    )

@@ -219,7 +219,12 @@ class Resolution:
 
 
 FailureClass = Literal["quota_exhausted", "rate_limited", "auth_failed", "upstream_error"]
-FAILURE_CLASSES: tuple[FailureClass, ...] = ("quota_exhausted", "rate_limited", "auth_failed", "upstream_error")
+FAILURE_CLASSES: tuple[FailureClass, ...] = (
+    "quota_exhausted",
+    "rate_limited",
+    "auth_failed",
+    "upstream_error",
+)
 
 
 @dataclass(frozen=True)

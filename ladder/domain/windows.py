@@ -58,13 +58,13 @@ def is_fresh(reading: Reading, windows: tuple[Window, ...], now: datetime, confi
     return not is_too_old(reading, now, config) and not any(reset_passed(w, now) for w in windows)
 
 
-def needs_refresh(reading: Reading | None, windows: tuple[Window, ...], now: datetime, config: LadderConfig) -> bool:
+def needs_refresh(
+    reading: Reading | None, windows: tuple[Window, ...], now: datetime, config: LadderConfig
+) -> bool:
     return reading is None or not is_fresh(reading, windows, now, config)
 
 
-def blocks_as_evidence(
-    window: Window, reading_fresh: bool, now: datetime, config: LadderConfig
-) -> bool:
+def blocks_as_evidence(window: Window, reading_fresh: bool, now: datetime, config: LadderConfig) -> bool:
     """L10: an unusable window excludes a plan pair when the reading is fresh or its reset lies ahead."""
     if is_usable(window, config):
         return False

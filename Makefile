@@ -1,0 +1,41 @@
+# The two commands of the README: `make run` and `make test`. Everything else is a helper of those.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | sha1sum | cut -c1-12)
+
+.PHONY: run test lint typecheck pytest acceptance venv bench-domain check-deploy clean
+
+$(STAMP): pyproject.toml requirements.lock
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[dev]'
+	@rm -f $(VENV)/.installed-*
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+run: $(STAMP)
+	$(PY) manage.py ladder_run --port $(PORT)
+
+test: $(STAMP) lint typecheck pytest acceptance
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy .
+
+pytest: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+acceptance: $(STAMP)
+	$(PY) ../shared/acceptance/check.py
+
+bench-domain: $(STAMP)
+	$(PY) benchmarks/bench_domain.py
+
+clean:
+	rm -rf $(VENV) staticfiles .local db.sqlite3*
