@@ -269,6 +269,160 @@ def parse_connection(value: Any, path: str) -> Connection:
     )
 
 
+class _Slow(Exception):
+    """The fast path met something it does not accept; the careful parser gives the verdict."""
+
+
+_WINDOW_KEYS = frozenset(("name", "remaining_pct", "reset_at", "scope_models", "latched"))
+_READING_KEYS = frozenset(("fetched_at", "source", "verifiable", "observed_overage", "windows"))
+_CONNECTION_KEYS = frozenset(
+    (
+        "id",
+        "provider",
+        "auth_type",
+        "keyless",
+        "enabled",
+        "disabled_reason",
+        "base_url",
+        "cooldown_until",
+        "overage_override",
+        "models",
+        "quota",
+    )
+)
+
+
+def _fast_time(value: Any, cache: dict[str, datetime]) -> datetime:
+    if type(value) is not str:
+        raise _Slow
+    moment = cache.get(value)
+    if moment is None:
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise _Slow from None
+        if moment.utcoffset() is None:
+            raise _Slow
+        cache[value] = moment
+    return moment
+
+
+def _fast_optional_str(value: Any) -> str | None:
+    if value is None:
+        return None
+    if type(value) is not str or not value.strip():
+        raise _Slow
+    return value
+
+
+def _fast_str_tuple(value: Any) -> tuple[str, ...]:
+    if type(value) is not list:
+        raise _Slow
+    for item in value:
+        if type(item) is not str or not item.strip():
+            raise _Slow
+    return tuple(value)
+
+
+def _fast_window(value: Any, cache: dict[str, datetime]) -> Window:
+    if type(value) is not dict or not _WINDOW_KEYS.issuperset(value):
+        raise _Slow
+    name = value.get("name")
+    pct = value.get("remaining_pct")
+    if type(name) is not str or not name.strip():
+        raise _Slow
+    if type(pct) is int:
+        pct = float(pct)
+    if type(pct) is not float or not 0.0 <= pct <= 100.0:
+        raise _Slow
+    reset = value.get("reset_at")
+    latched = value.get("latched", False)
+    if type(latched) is not bool:
+        raise _Slow
+    scope = value.get("scope_models")
+    return Window(
+        name=name,
+        remaining_pct=pct,
+        reset_at=None if reset is None else _fast_time(reset, cache),
+        scope_models=() if scope is None and "scope_models" not in value else _fast_str_tuple(scope),
+        latched=latched,
+    )
+
+
+def _fast_reading(value: Any, cache: dict[str, datetime]) -> Reading | None:
+    if value is None:
+        return None
+    if type(value) is not dict or not _READING_KEYS.issuperset(value):
+        raise _Slow
+    source = value.get("source", "poll")
+    verifiable = value.get("verifiable", True)
+    observed = value.get("observed_overage")
+    windows = value.get("windows", [])
+    if source not in SOURCES or type(verifiable) is not bool or type(windows) is not list:
+        raise _Slow
+    if observed is not None and observed not in OVERAGES:
+        raise _Slow
+    return Reading(
+        fetched_at=_fast_time(value.get("fetched_at"), cache),
+        source=source,
+        verifiable=verifiable,
+        observed_overage=observed,
+        windows=tuple(_fast_window(w, cache) for w in windows),
+    )
+
+
+def _fast_connection(value: Any, cache: dict[str, datetime]) -> Connection:
+    if type(value) is not dict or not _CONNECTION_KEYS.issuperset(value):
+        raise _Slow
+    connection_id = value.get("id")
+    provider = value.get("provider")
+    if type(connection_id) is not str or not CONNECTION_ID_RE.match(connection_id):
+        raise _Slow
+    if type(provider) is not str or not provider.strip():
+        raise _Slow
+    auth_type = value.get("auth_type")
+    if auth_type is not None:
+        if type(auth_type) is not str:
+            raise _Slow
+        auth_type = normalise_auth_type(auth_type)
+    keyless = value.get("keyless", False)
+    enabled = value.get("enabled", True)
+    if type(keyless) is not bool or type(enabled) is not bool:
+        raise _Slow
+    override = value.get("overage_override")
+    if override is not None and override not in OVERAGES:
+        raise _Slow
+    cooldown = value.get("cooldown_until")
+    models = value.get("models")
+    return Connection(
+        id=connection_id,
+        provider=provider,
+        auth_type=auth_type,
+        keyless=keyless,
+        enabled=enabled,
+        disabled_reason=_fast_optional_str(value.get("disabled_reason")),
+        base_url=_fast_optional_str(value.get("base_url")),
+        cooldown_until=None if cooldown is None else _fast_time(cooldown, cache),
+        overage_override=override,
+        models=None if models is None else _fast_str_tuple(models),
+        reading=_fast_reading(value.get("quota"), cache),
+    )
+
+
+def parse_connections(value: Any, path: str) -> list[Connection]:
+    """Connections are most of a large state: a fast path, and the careful parser for any doubt."""
+    if not isinstance(value, list):
+        raise StateError(path, "must be a list")
+    cache: dict[str, datetime] = {}
+    connections = []
+    for index, item in enumerate(value):
+        try:
+            connections.append(_fast_connection(item, cache))
+        except _Slow:
+            connections.append(parse_connection(item, _join(path, index)))
+    return connections
+
+
 def parse_spend(value: Any, path: str) -> dict[str, float]:
     obj = _Obj(value, path, BUDGET_RUNGS)
     spend = {}
@@ -315,7 +469,7 @@ def parse_state(data: Any) -> State:
     _unique(catalog, lambda e: (e.provider, e.auth_type), "billing_catalog", "provider and auth_type")
     models: list[ModelEntry] = top.get("models", _list(parse_model_entry), [])
     _unique(models, lambda m: (m.provider, m.model), "models", "provider and model")
-    connections: list[Connection] = top.get("connections", _list(parse_connection), [])
+    connections: list[Connection] = top.get("connections", parse_connections, [])
     _unique(connections, lambda c: c.id, "connections", "connection id")
     spend: dict[str, float] = top.get("spend_usd", parse_spend, {})
     model: str | None = None

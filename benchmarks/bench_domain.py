@@ -1,0 +1,79 @@
+"""Domain benchmark: resolve 10,000 and 20,000 (candidate, connection) pairs; the offline resolver
+over 1,000 connections through call_command. Prints figures; the last line is ratio=t20000/t10000."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omniroute.settings")
+
+from benchmarks.statefactory import synthetic_state  # noqa: E402
+from ladder.domain import resolution_to_dict, resolve  # noqa: E402
+from ladder.statefile import parse_state  # noqa: E402
+
+
+def time_pairs(pairs: int, repeat: int = 7) -> float:
+    # 20 providers × 10 models × N connections = pairs
+    per_provider = pairs // (20 * 10)
+    document = synthetic_state(providers=20, connections_per_provider=per_provider, models_per_provider=10)
+    samples = []
+    for _ in range(repeat):
+        state = parse_state(document)  # a fresh snapshot: nothing memoised between runs
+        assert state.now is not None
+        start = time.perf_counter()
+        resolution = resolve(state.snapshot, "auto/thrifty", None, state.now)
+        samples.append(time.perf_counter() - start)
+        judged = sum(len(e.allowed_connection_ids) for e in resolution.pool) + len(resolution.excluded)
+        assert judged == pairs, (judged, pairs)
+    return statistics.median(samples)
+
+
+def time_offline_resolver(connections: int, repeat: int = 21) -> float:
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    document = synthetic_state(providers=20, connections_per_provider=connections // 20, models_per_provider=1)
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        json.dump(document, fh)
+        path = fh.name
+    samples = []
+    try:
+        for _ in range(repeat):
+            out = io.StringIO()
+            start = time.perf_counter()
+            call_command("ladder_resolve", path, stdout=out)
+            samples.append(time.perf_counter() - start)
+            json.loads(out.getvalue())
+    finally:
+        os.unlink(path)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    t10 = time_pairs(10_000)
+    t20 = time_pairs(20_000)
+    print(f"resolve 10000 pairs: {t10 * 1000:.1f} ms")
+    print(f"resolve 20000 pairs: {t20 * 1000:.1f} ms")
+    offline = time_offline_resolver(1000)
+    print(f"ladder_resolve over 1000 connections via call_command (JSON in and out): {offline * 1000:.2f} ms")
+    # resolution_to_dict is part of every answer: make sure it is cheap too
+    state = parse_state(synthetic_state(providers=20, connections_per_provider=100, models_per_provider=10))
+    assert state.now is not None
+    resolution = resolve(state.snapshot, "auto/thrifty", None, state.now)
+    start = time.perf_counter()
+    json.dumps(resolution_to_dict(resolution))
+    print(f"render 20000-pair resolution to JSON: {(time.perf_counter() - start) * 1000:.1f} ms")
+    print(f"ratio={t20 / t10:.2f}")
+
+
+if __name__ == "__main__":
+    main()
