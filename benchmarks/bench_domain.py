@@ -41,7 +41,9 @@ def time_offline_resolver(connections: int, repeat: int = 21) -> float:
     from django.core.management import call_command
 
     django.setup()
-    document = synthetic_state(providers=20, connections_per_provider=connections // 20, models_per_provider=1)
+    document = synthetic_state(
+        providers=20, connections_per_provider=connections // 20, models_per_provider=1
+    )
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump(document, fh)
         path = fh.name
