@@ -1,0 +1,178 @@
+"""Service: load a state file (STATE.md) into the database, in one transaction, all or nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from ladder import models as m
+from ladder.domain.budgets import BUDGET_RUNG_NAMES
+from ladder.domain.timefmt import format_utc
+from ladder.domain.types import Reading
+from ladder.services import bump_state_version
+from ladder.statefile import StateError, parse_state
+
+FUTURE_READING_TOLERANCE = timedelta(seconds=300)
+
+
+@dataclass
+class ImportSummary:
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, what: str, n: int = 1) -> None:
+        self.counts[what] = self.counts.get(what, 0) + n
+
+    def line(self) -> str:
+        return ", ".join(f"{k}: {v}" for k, v in sorted(self.counts.items())) or "nothing to import"
+
+
+def _price(value: float | None) -> Decimal | None:
+    return None if value is None else Decimal(str(value))
+
+
+def _check_not_future(reading: Reading | None, path: str, now: datetime) -> None:
+    if reading is not None and reading.fetched_at > now + FUTURE_READING_TOLERANCE:
+        raise StateError(
+            f"{path}.quota.fetched_at",
+            "is more than 300 s in the future; readings from the future are refused",
+        )
+
+
+def state_import(*, data: Any, replace: bool = False) -> ImportSummary:
+    """Upsert catalog, models, connections, readings, spend and configuration from a state document.
+
+    Raises StateError (naming the field) before anything is written, or rolls everything back.
+    """
+    state = parse_state(data)
+    snapshot = state.snapshot
+    real_now = timezone.now()
+    for index, connection in enumerate(snapshot.connections):
+        _check_not_future(connection.reading, f"connections[{index}]", real_now)
+    summary = ImportSummary()
+    with transaction.atomic():
+        if "config" in data:
+            configuration = m.LadderConfiguration.load()
+            for name, value in data["config"].items():
+                setattr(configuration, name, value)
+            _full_clean(configuration, "config")
+            configuration.save()
+            summary.add("config")
+
+        catalog_keys = set()
+        for index, entry in enumerate(snapshot.billing_catalog):
+            row = m.BillingCatalogEntry.objects.filter(
+                provider=entry.provider, auth_type=entry.auth_type
+            ).first()
+            row = row or m.BillingCatalogEntry(provider=entry.provider, auth_type=entry.auth_type)
+            row.billing, row.overage = entry.billing, entry.overage
+            row.source_url, row.notes, row.reviewed_at = entry.source_url, entry.notes, entry.reviewed_at
+            _full_clean(row, f"billing_catalog[{index}]", exclude_unique=True)
+            row.save()
+            catalog_keys.add(row.pk)
+            summary.add("billing_catalog")
+
+        model_keys = set()
+        for index, model in enumerate(snapshot.models):
+            model_row, _ = m.ModelCatalogEntry.objects.get_or_create(
+                provider=model.provider, model=model.model, defaults={"position": index}
+            )
+            model_row.input_usd_per_mtok = _price(model.input_usd_per_mtok)
+            model_row.output_usd_per_mtok = _price(model.output_usd_per_mtok)
+            model_row.free, model_row.categories, model_row.position = (
+                model.free,
+                list(model.categories),
+                index,
+            )
+            _full_clean(model_row, f"models[{index}]", exclude_unique=True)
+            model_row.save()
+            model_keys.add(model_row.pk)
+            summary.add("models")
+
+        connection_ids = set()
+        for index, connection in enumerate(snapshot.connections):
+            conn_row = m.Connection.objects.filter(pk=connection.id).first() or m.Connection(id=connection.id)
+            conn_row.provider, conn_row.auth_type = connection.provider, connection.auth_type
+            conn_row.keyless, conn_row.enabled = connection.keyless, connection.enabled
+            conn_row.disabled_reason, conn_row.base_url = connection.disabled_reason, connection.base_url
+            conn_row.cooldown_until, conn_row.overage_override = (
+                connection.cooldown_until,
+                connection.overage_override,
+            )
+            conn_row.models = None if connection.models is None else list(connection.models)
+            conn_row.position = index
+            _full_clean(conn_row, f"connections[{index}]", exclude_unique=True)
+            conn_row.save()
+            connection_ids.add(conn_row.pk)
+            summary.add("connections")
+            if connection.reading is not None:
+                _reading_store(conn_row, connection.reading)
+                summary.add("readings")
+            elif replace:
+                m.QuotaReading.objects.filter(connection=conn_row).delete()
+
+        if state.now is not None:
+            for rung, name in BUDGET_RUNG_NAMES.items():
+                amount = snapshot.spend_usd.get(name)
+                if amount is None:
+                    continue
+                m.UsageEvent.objects.update_or_create(
+                    request_id=f"import:{format_utc(state.now)}:{name}",
+                    defaults={
+                        "connection": None,
+                        "model": None,
+                        "rung": int(rung),
+                        "budget_rung": name,
+                        "cost_usd": Decimal(str(amount)),
+                        "occurred_at": state.now,
+                    },
+                )
+                summary.add("spend events")
+
+        if replace:
+            summary.add(
+                "deleted catalog rows", m.BillingCatalogEntry.objects.exclude(pk__in=catalog_keys).delete()[0]
+            )
+            summary.add("deleted models", m.ModelCatalogEntry.objects.exclude(pk__in=model_keys).delete()[0])
+            deleted = m.Connection.objects.exclude(pk__in=connection_ids)
+            summary.add("deleted connections", deleted.count())
+            deleted.delete()
+        bump_state_version()
+    return summary
+
+
+def _reading_store(connection: m.Connection, reading: Reading) -> None:
+    row = m.QuotaReading.objects.create(
+        connection=connection,
+        fetched_at=reading.fetched_at,
+        source=reading.source,
+        verifiable=reading.verifiable,
+        observed_overage=reading.observed_overage,
+        note=reading.note,
+    )
+    m.QuotaWindow.objects.bulk_create(
+        m.QuotaWindow(
+            reading=row,
+            name=w.name,
+            remaining_pct=w.remaining_pct,
+            reset_at=w.reset_at,
+            scope_models=list(w.scope_models),
+            latched=w.latched,
+            position=position,
+        )
+        for position, w in enumerate(reading.windows)
+    )
+
+
+def _full_clean(row: Any, path: str, *, exclude_unique: bool = False) -> None:
+    try:
+        row.full_clean(validate_unique=not exclude_unique, validate_constraints=not exclude_unique)
+    except ValidationError as exc:
+        field_name, messages = next(iter(exc.message_dict.items()))
+        where = path if field_name == "__all__" else f"{path}.{field_name}"
+        raise StateError(where, "; ".join(messages)) from None

@@ -1,0 +1,84 @@
+"""Seed the demo of `make run`: an admin login and connections served by the local fake upstream."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from argparse import ArgumentParser
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from ladder.models import Connection
+from ladder.services import bump_state_version
+
+# (id, fixture kind served by the fake upstream, provider, auth_type, models or None)
+DEMO_CONNECTIONS: tuple[tuple[str, str, str, str, list[str] | None], ...] = (
+    ("demo-claude-max", "claude-oauth", "claude", "oauth", None),
+    ("demo-codex-plus", "codex-chatgpt", "codex", "oauth", None),
+    ("demo-copilot", "copilot", "copilot", "oauth", None),
+    ("demo-zai-glm", "zai-glm", "zai", "apikey", None),
+    ("demo-openrouter", "openrouter", "openrouter", "apikey", None),
+    ("demo-openai-key", "openai-api", "openai", "apikey", ["gpt-5-mini", "gpt-5"]),
+    ("demo-anthropic-key", "anthropic-api", "anthropic", "apikey", None),
+    ("demo-qwen", "qwen-oauth", "qwen", "oauth", None),
+)
+
+
+class Command(BaseCommand):
+    help = "Create the demo admin login and demo connections (idempotent; keeps operator edits)."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("--upstream-url", default=os.environ.get("LADDER_UPSTREAM_BASE_URL", ""))
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        upstream = (options["upstream_url"] or "http://127.0.0.1:8555").rstrip("/")
+        with transaction.atomic():
+            created = 0
+            for position, (connection_id, kind, provider, auth_type, models) in enumerate(DEMO_CONNECTIONS):
+                connection, was_created = Connection.objects.get_or_create(
+                    id=connection_id,
+                    defaults={
+                        "provider": provider,
+                        "auth_type": auth_type,
+                        "base_url": f"{upstream}/{kind}/@{connection_id}",
+                        "models": models,
+                        "position": position,
+                    },
+                )
+                if was_created:
+                    connection.set_credential(f"demo-{secrets.token_hex(8)}")
+                    connection.save()
+                    created += 1
+            bump_state_version()
+        self.stdout.write(f"demo connections: {created} created, {len(DEMO_CONNECTIONS) - created} kept")
+        self._admin_login()
+
+    def _admin_login(self) -> None:
+        users = get_user_model()
+        wanted = os.environ.get("LADDER_ADMIN_PASSWORD")
+        password = wanted or self._local_password()
+        user = users.objects.filter(username="admin").first()
+        if user is None:
+            user = users.objects.create_superuser("admin", "admin@localhost", password)
+        elif wanted and not user.check_password(wanted):
+            user.set_password(wanted)
+            user.save(update_fields=["password"])
+        elif not wanted and not user.check_password(password):
+            self.stdout.write("admin login: user admin (its password was changed since; kept)")
+            return
+        shown = "from LADDER_ADMIN_PASSWORD" if wanted else password
+        self.stdout.write(self.style.SUCCESS(f"admin login: user admin, password {shown}"))
+
+    def _local_password(self) -> str:
+        """A generated password, kept in .local/ so that every `make run` can print it again."""
+        path = Path(settings.BASE_DIR) / ".local" / "admin-password"
+        if not path.exists():
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            path.write_text(secrets.token_urlsafe(12))
+            path.chmod(0o600)
+        return path.read_text().strip()
