@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from ladder import models as m
+from ladder.statefile import parse_state
+from tests.conftest import SHARED
+
+VECTORS = sorted((SHARED / "acceptance" / "vectors").glob("*.json"))
+
+
+def write_state(tmp_path: Path, state: dict[str, Any]) -> str:
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps(state))
+    return str(path)
+
+
+def export(now: str) -> dict[str, Any]:
+    out = io.StringIO()
+    call_command("ladder_resolve", export=True, now=now, stdout=out)
+    return json.loads(out.getvalue())
+
+
+def valid_vector_states() -> list[Path]:
+    return [p for p in VECTORS if "exit" not in json.loads(p.read_text())["expect"]]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("vector", valid_vector_states(), ids=lambda p: p.stem)
+def test_it_round_trips_every_vector_state_through_the_database(tmp_path: Path, vector: Path) -> None:
+    state = json.loads(vector.read_text())["state"]
+    call_command("ladder_import", write_state(tmp_path, state), replace=True, stdout=io.StringIO())
+
+    exported = parse_state(export(state["now"])).snapshot
+    original = parse_state(state).snapshot
+    assert exported.connections == original.connections
+    assert exported.models == original.models
+    assert sorted(map(repr, exported.billing_catalog)) == sorted(map(repr, original.billing_catalog))
+    assert exported.config == original.config
+    for rung in ("cheap", "premium"):
+        assert exported.spend_usd.get(rung, 0.0) == original.spend_usd.get(rung, 0.0)
+
+
+@pytest.mark.django_db
+def test_it_writes_nothing_when_one_row_is_bad(tmp_path: Path) -> None:
+    state = {
+        "now": "2026-08-22T12:00:00Z",
+        "billing_catalog": [
+            {"provider": "fresh-co", "auth_type": None, "billing": "metered", "overage": "unknown"}
+        ],
+        "connections": [
+            {"id": "good", "provider": "fresh-co"},
+            {
+                "id": "bad",
+                "provider": "fresh-co",
+                "quota": {
+                    "fetched_at": "2026-08-22T11:00:00Z",
+                    "windows": [{"name": "5h", "remaining_pct": 101}],
+                },
+            },
+        ],
+    }
+    with pytest.raises(CommandError) as caught:
+        call_command("ladder_import", write_state(tmp_path, state))
+    assert "connections[1].quota.windows[0].remaining_pct" in str(caught.value)
+    assert caught.value.returncode == 2
+    assert not m.Connection.objects.filter(pk="good").exists()
+    assert not m.BillingCatalogEntry.objects.filter(provider="fresh-co").exists()
+
+
+@pytest.mark.django_db
+def test_it_refuses_a_reading_from_the_future(tmp_path: Path) -> None:
+    future = (datetime.now(UTC) + timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    state = {"connections": [{"id": "c1", "provider": "p", "quota": {"fetched_at": future, "windows": []}}]}
+    with pytest.raises(CommandError, match=r"connections\[0\]\.quota\.fetched_at: is more than 300 s"):
+        call_command("ladder_import", write_state(tmp_path, state))
+    assert not m.Connection.objects.filter(pk="c1").exists()
+
+
+@pytest.mark.django_db
+def test_it_imports_spend_once_per_rung_however_often_the_file_is_loaded(tmp_path: Path) -> None:
+    state = {"now": "2026-08-22T12:00:00Z", "spend_usd": {"cheap": 1.25, "premium": 3}}
+    path = write_state(tmp_path, state)
+    call_command("ladder_import", path, stdout=io.StringIO())
+    call_command("ladder_import", path, stdout=io.StringIO())
+    events = m.UsageEvent.objects.filter(request_id__startswith="import:").order_by("request_id")
+    assert [(e.request_id, float(e.cost_usd), e.budget_rung) for e in events] == [
+        ("import:2026-08-22T12:00:00Z:cheap", 1.25, "cheap"),
+        ("import:2026-08-22T12:00:00Z:premium", 3.0, "premium"),
+    ]
+
+
+@pytest.mark.django_db
+def test_it_keeps_rows_absent_from_the_file_unless_replace(tmp_path: Path) -> None:
+    m.Connection.objects.create(id="kept", provider="p")
+    path = write_state(tmp_path, {"connections": [{"id": "new", "provider": "p"}]})
+    call_command("ladder_import", path, stdout=io.StringIO())
+    assert set(m.Connection.objects.values_list("id", flat=True)) == {"kept", "new"}
+    call_command("ladder_import", path, replace=True, stdout=io.StringIO())
+    assert set(m.Connection.objects.values_list("id", flat=True)) == {"new"}
+
+
+@pytest.mark.django_db
+def test_it_never_exports_a_credential(tmp_path: Path) -> None:
+    connection = m.Connection(id="secretive", provider="claude", auth_type="oauth")
+    connection.set_credential("sk-very-secret-value")
+    connection.save()
+    out = io.StringIO()
+    call_command("ladder_resolve", export=True, stdout=out)
+    assert "sk-very-secret-value" not in out.getvalue()
+    assert connection.credential_ciphertext not in out.getvalue()
+    assert "secretive" in out.getvalue()
+
+
+def test_it_refuses_an_unreadable_file() -> None:
+    with pytest.raises(CommandError, match="cannot read /nonexistent/state.json") as caught:
+        call_command("ladder_import", "/nonexistent/state.json")
+    assert caught.value.returncode == 2
