@@ -1,0 +1,436 @@
+"""The operator's admin. Every save bumps the state version; a credential is write-only and never shown."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import cache
+from typing import Any
+from urllib.parse import urlencode
+
+from django import forms
+from django.contrib import admin
+from django.db.models import Model, QuerySet, URLField
+from django.forms import ModelForm
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+
+from ladder import selectors, services
+from ladder.domain.billing import BillingVerdict, classify_billing
+from ladder.domain.tiers import economic_tier, rung_for
+from ladder.domain.types import ModelEntry, Rung, Snapshot
+from ladder.models import (
+    BillingCatalogEntry,
+    Connection,
+    LadderConfiguration,
+    ModelCatalogEntry,
+    QuotaReading,
+    QuotaWindow,
+    StateVersion,
+    UsageEvent,
+)
+
+ListDisplay = tuple[str | Callable[[Any], str | bool], ...]
+UNCURATED = "unknown — treated as metered (uncurated)"
+
+
+class VersionBumpingAdmin(admin.ModelAdmin):
+    """Admin writes are writes like any other: they invalidate cached snapshots."""
+
+    formfield_overrides = {URLField: {"assume_scheme": "https"}}  # noqa: RUF012
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        services.bump_state_version()
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        super().delete_model(request, obj)
+        services.bump_state_version()
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        super().delete_queryset(request, queryset)
+        services.bump_state_version()
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        if formsets:
+            services.bump_state_version()
+
+
+def verdict_text(verdict: BillingVerdict) -> str:
+    if not verdict.curated:
+        return UNCURATED
+    text = f"{verdict.billing} · {verdict.overage}"
+    if verdict.overage_source in ("observed", "override"):
+        text += f" ({verdict.overage_source})"
+    return text
+
+
+def rungs_text(connection_id: str, snapshot: Snapshot) -> str:
+    """The rung of each catalog model the connection serves, grouped by rung."""
+    connection = snapshot.connections_by_id.get(connection_id)
+    if connection is None:
+        return "—"
+    verdict = classify_billing(connection, snapshot.catalog_by_key)
+    served = [
+        entry
+        for entry in snapshot.models
+        if entry.provider == connection.provider
+        and (connection.models is None or entry.model in connection.models)
+    ]
+    if not served:
+        return "no catalog model"
+    groups: dict[Rung, list[str]] = {}
+    for entry in served:
+        groups.setdefault(rung_for(verdict.billing, entry, snapshot.config), []).append(entry.model)
+    return "; ".join(
+        f"{rung.value} {rung.label}: {', '.join(names)}" for rung, names in sorted(groups.items())
+    )
+
+
+def snapshot_columns(
+    columns: Sequence[tuple[str, Callable[[Connection, Snapshot], str]]],
+) -> list[Callable[[Connection], str]]:
+    """list_display callables sharing one snapshot, loaded at the first cell (constant queries)."""
+    snapshot = cache(selectors.snapshot_load)
+
+    def column(title: str, render: Callable[[Connection, Snapshot], str]) -> Callable[[Connection], str]:
+        def cell(obj: Connection) -> str:
+            return render(obj, snapshot())
+
+        cell.short_description = title  # type: ignore[attr-defined]
+        return cell
+
+    return [column(title, render) for title, render in columns]
+
+
+def connection_billing(obj: Connection, snapshot: Snapshot) -> str:
+    connection = snapshot.connections_by_id.get(obj.pk)
+    return "—" if connection is None else verdict_text(classify_billing(connection, snapshot.catalog_by_key))
+
+
+def connection_rungs(obj: Connection, snapshot: Snapshot) -> str:
+    return rungs_text(obj.pk, snapshot)
+
+
+def connection_reading(obj: Connection, snapshot: Snapshot) -> str:
+    connection = snapshot.connections_by_id.get(obj.pk)
+    if connection is None or connection.reading is None:
+        return "no reading"
+    reading = connection.reading
+    windows = ", ".join(
+        f"{w.name} {w.remaining_pct:g}%" + (" (latched)" if w.latched else "") for w in reading.windows
+    )
+    state = "" if reading.verifiable else " unverifiable"
+    return f"{reading.fetched_at:%Y-%m-%d %H:%M:%S}Z{state}: {windows or 'no window'}"
+
+
+def https_url_formfield(field: Any, **kwargs: Any) -> Any:
+    if isinstance(field, URLField):
+        kwargs.setdefault("assume_scheme", "https")
+    return field.formfield(**kwargs)
+
+
+class ConnectionForm(ModelForm):
+    credential = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Write-only: the stored credential is never shown. Leave blank to keep it.",
+    )
+    clear_credential = forms.BooleanField(required=False, help_text="Remove the stored credential.")
+
+    class Meta:
+        model = Connection
+        formfield_callback = https_url_formfield
+        fields = (  # never credential_ciphertext
+            "id",
+            "provider",
+            "auth_type",
+            "keyless",
+            "enabled",
+            "disabled_reason",
+            "position",
+            "models",
+            "overage_override",
+            "base_url",
+            "cooldown_until",
+            "backoff_level",
+            "next_refresh_at",
+            "claimed_until",
+        )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if cleaned.get("credential") and cleaned.get("clear_credential"):
+            self.add_error("clear_credential", "Either set a new credential or remove it, not both.")
+        return cleaned
+
+    def save(self, commit: bool = True) -> Connection:
+        connection: Connection = super().save(commit=False)
+        if self.cleaned_data.get("clear_credential"):
+            connection.set_credential(None)
+        elif self.cleaned_data.get("credential"):
+            connection.set_credential(self.cleaned_data["credential"])
+        if commit:
+            connection.save()
+            self.save_m2m()
+        return connection
+
+
+@admin.register(Connection)
+class ConnectionAdmin(VersionBumpingAdmin):
+    form = ConnectionForm
+    list_filter = ("provider", "auth_type", "enabled", "keyless", "overage_override")
+    search_fields = ("id", "provider", "auth_type")
+    ordering = ("position", "id")
+    readonly_fields = (
+        "credential_stored",
+        "billing_verdict",
+        "rungs",
+        "latest_reading",
+        "created_at",
+        "updated_at",
+    )
+    fieldsets = (
+        (
+            None,
+            {"fields": ("id", "provider", "auth_type", "keyless", "enabled", "disabled_reason", "position")},
+        ),
+        ("Credential", {"fields": ("credential_stored", "credential", "clear_credential")}),
+        ("Routing", {"fields": ("models", "overage_override", "base_url", "billing_verdict", "rungs")}),
+        (
+            "Live state",
+            {
+                "fields": (
+                    "latest_reading",
+                    "cooldown_until",
+                    "backoff_level",
+                    "next_refresh_at",
+                    "claimed_until",
+                )
+            },
+        ),
+        ("History", {"fields": ("created_at", "updated_at")}),
+    )
+
+    def get_list_display(self, request: HttpRequest) -> ListDisplay:
+        return (
+            "id",
+            "provider",
+            "auth_type",
+            "enabled",
+            *snapshot_columns(
+                [
+                    ("billing", connection_billing),
+                    ("rung per model", connection_rungs),
+                    ("latest reading", connection_reading),
+                ]
+            ),
+            "cooldown_until",
+            "position",
+        )
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return (*fields, "id") if obj is not None else fields
+
+    @admin.display(description="credential")
+    def credential_stored(self, obj: Connection) -> str:
+        return "stored (hidden)" if obj.has_credential else "none"
+
+    @admin.display(description="billing (L1)")
+    def billing_verdict(self, obj: Connection) -> str:
+        return connection_billing(obj, selectors.snapshot_load()) if obj.pk else "—"
+
+    @admin.display(description="rung per model")
+    def rungs(self, obj: Connection) -> str:
+        return connection_rungs(obj, selectors.snapshot_load()) if obj.pk else "—"
+
+    @admin.display(description="latest reading")
+    def latest_reading(self, obj: Connection) -> str:
+        return connection_reading(obj, selectors.snapshot_load()) if obj.pk else "—"
+
+
+@admin.register(BillingCatalogEntry)
+class BillingCatalogEntryAdmin(VersionBumpingAdmin):
+    list_display = (
+        "provider",
+        "auth_type_label",
+        "billing",
+        "overage",
+        "reviewed_at",
+        "seeded",
+        "updated_at",
+    )
+    list_filter = ("billing", "overage", "provider")
+    search_fields = ("provider", "auth_type", "notes")
+    readonly_fields = ("created_at", "updated_at")
+
+    @admin.display(description="auth type", ordering="auth_type")
+    def auth_type_label(self, obj: BillingCatalogEntry) -> str:
+        return obj.auth_type or "(provider-wide)"
+
+    @admin.display(description="from the seed", boolean=True)
+    def seeded(self, obj: BillingCatalogEntry) -> bool:
+        return bool(obj.seed_fingerprint)
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        snapshot = selectors.snapshot_load()
+        add_url = reverse("admin:ladder_billingcatalogentry_add")
+        uncurated = [
+            {
+                "label": f"{provider}/{auth_type}" if auth_type else f"{provider} (no auth type)",
+                "add_url": f"{add_url}?{urlencode({'provider': provider, 'auth_type': auth_type or ''})}",
+            }
+            for provider, auth_type in selectors.catalog_uncurated_kinds(snapshot=snapshot)
+        ]
+        context = {**(extra_context or {}), "uncurated_kinds": uncurated}
+        return super().changelist_view(request, extra_context=context)
+
+
+@admin.register(ModelCatalogEntry)
+class ModelCatalogEntryAdmin(VersionBumpingAdmin):
+    list_display = (
+        "provider",
+        "model",
+        "input_usd_per_mtok",
+        "output_usd_per_mtok",
+        "free",
+        "categories",
+        "position",
+    )
+    list_filter = ("provider", "free")
+    search_fields = ("provider", "model")
+    ordering = ("position", "id")
+    readonly_fields = ("created_at", "updated_at")
+
+    def get_list_display(self, request: HttpRequest) -> ListDisplay:
+        config = cache(lambda: selectors.configuration_get().to_domain())
+
+        @admin.display(description="economic tier (L2)")
+        def tier(obj: ModelCatalogEntry) -> str:
+            entry = ModelEntry(
+                provider=obj.provider,
+                model=obj.model,
+                input_usd_per_mtok=None if obj.input_usd_per_mtok is None else float(obj.input_usd_per_mtok),
+                free=obj.free,
+            )
+            return economic_tier(entry, config())
+
+        return (*self.list_display[:5], tier, *self.list_display[5:])
+
+
+class QuotaWindowInline(admin.TabularInline):
+    model = QuotaWindow
+    extra = 0
+    fields = ("position", "name", "remaining_pct", "reset_at", "scope_models", "latched")
+
+
+@admin.register(QuotaReading)
+class QuotaReadingAdmin(VersionBumpingAdmin):
+    list_display = ("connection", "fetched_at", "source", "verifiable", "observed_overage", "windows_summary")
+    list_filter = ("source", "verifiable", "observed_overage", "connection__provider")
+    search_fields = ("connection__id", "connection__provider", "note")
+    list_select_related = ("connection",)
+    ordering = ("-fetched_at", "-id")
+    date_hierarchy = "fetched_at"
+    inlines = (QuotaWindowInline,)
+    readonly_fields = ("created_at",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[QuotaReading]:
+        return super().get_queryset(request).prefetch_related("windows")
+
+    @admin.display(description="windows")
+    def windows_summary(self, obj: QuotaReading) -> str:
+        return ", ".join(f"{w.name} {w.remaining_pct:g}%" for w in obj.windows.all()) or "none"
+
+
+@admin.register(QuotaWindow)
+class QuotaWindowAdmin(VersionBumpingAdmin):
+    list_display = ("reading", "name", "remaining_pct", "reset_at", "latched", "scope_models")
+    list_filter = ("latched", "name", "reading__connection__provider")
+    search_fields = ("name", "reading__connection__id")
+    list_select_related = ("reading", "reading__connection")
+    raw_id_fields = ("reading",)
+    ordering = ("-reading__fetched_at", "position", "id")
+
+
+@admin.register(UsageEvent)
+class UsageEventAdmin(VersionBumpingAdmin):
+    list_display = (
+        "request_id",
+        "occurred_at",
+        "connection",
+        "model",
+        "rung",
+        "budget_rung",
+        "cost_usd",
+        "input_tokens",
+        "output_tokens",
+    )
+    list_filter = ("budget_rung", "rung", "connection__provider")
+    search_fields = ("request_id", "model", "connection__id")
+    list_select_related = ("connection",)
+    raw_id_fields = ("connection",)
+    ordering = ("-occurred_at", "-id")
+    date_hierarchy = "occurred_at"
+    readonly_fields = ("created_at",)
+
+
+@admin.register(LadderConfiguration)
+class LadderConfigurationAdmin(VersionBumpingAdmin):
+    list_display = (
+        "__str__",
+        "exit_cutoff_pct",
+        "reentry_min_remaining_pct",
+        "max_reading_age_s",
+        "budgets",
+        "budget_period",
+        "refresh_interval_s",
+        "updated_at",
+    )
+    list_filter = ("budget_period",)
+    search_fields = ("budget_period",)
+    readonly_fields = ("updated_at",)
+
+    @admin.display(description="rung budgets")
+    def budgets(self, obj: LadderConfiguration) -> str:
+        budgets = obj.rung_budget_usd or {}
+        if not budgets:
+            return "no budget"
+        return ", ".join(f"{rung}: ${amount}" for rung, amount in budgets.items())
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return super().has_add_permission(request) and not LadderConfiguration.objects.exists()
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """There is one configuration: go straight to it (created from settings the first time)."""
+        configuration = LadderConfiguration.load()
+        return HttpResponseRedirect(
+            reverse("admin:ladder_ladderconfiguration_change", args=[configuration.pk])
+        )
+
+
+@admin.register(StateVersion)
+class StateVersionAdmin(admin.ModelAdmin):
+    """Read-only: only services move the counter."""
+
+    list_display = ("__str__", "value", "updated_at")
+    list_filter = ("updated_at",)
+    search_fields = ("value",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False

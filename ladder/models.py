@@ -1,0 +1,443 @@
+"""The ladder's tables. Invariants live in Meta.constraints (raw writes obey them) and clean() (readable
+messages in the admin and the services)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, ClassVar
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Lower, Trim
+
+from ladder.crypto import decrypt_credential, encrypt_credential
+from ladder.domain.billing import normalise_auth_type
+from ladder.domain.config import CONFIG_FIELDS, build_config, config_errors
+from ladder.domain.types import (
+    BILLINGS,
+    BUDGET_PERIODS,
+    BUDGET_RUNGS,
+    CATEGORIES,
+    OVERAGES,
+    SOURCES,
+    LadderConfig,
+)
+
+BILLING_CHOICES = [(value, value) for value in BILLINGS]
+OVERAGE_CHOICES = [(value, value) for value in OVERAGES]
+OBSERVED_OVERAGE_CHOICES = [("meters-to-paid", "meters-to-paid"), ("hard-stop", "hard-stop")]
+SOURCE_CHOICES = [(value, value) for value in SOURCES]
+BUDGET_PERIOD_CHOICES = [(value, value) for value in BUDGET_PERIODS]
+BUDGET_RUNG_CHOICES = [(value, value) for value in BUDGET_RUNGS]
+RUNG_CHOICES = [(0, "0 subscription"), (1, "1 keyless"), (2, "2 free"), (3, "3 cheap"), (4, "4 premium")]
+
+CONNECTION_ID_PATTERN = r"\A[A-Za-z0-9._:-]{1,64}\Z"
+CONNECTION_ID_MESSAGE = (
+    "Connection id must be 1–64 characters, each a letter, a digit, '.', '_', ':' or '-' "
+    "(it is the gateway's own connection id)."
+)
+AUTH_TYPE_HELP = "Trimmed and lower-cased on save (oauth, apikey, cookie…). Empty = provider-wide."
+# An auth_type is stored normalised (or NULL) so that uniqueness holds after normalisation.
+AUTH_TYPE_NORMALISED = Q(auth_type__isnull=True) | (~Q(auth_type="") & Q(auth_type=Lower(Trim("auth_type"))))
+
+# Nullable strings (DJ001 silenced below): NULL is "not set" in STATE.md and in the domain (None), and
+# a NULL auth_type is what makes a row provider-wide; "" is never stored (normalised on save).
+
+
+def catalog_key_label(provider: str, auth_type: str | None) -> str:
+    return f"{provider}/{auth_type}" if auth_type else f"{provider} (provider-wide)"
+
+
+def string_list_errors(value: Any, *, allowed: tuple[str, ...] | None = None) -> str | None:
+    """A readable message when value is not a list of non-empty strings (from allowed, if given)."""
+    if not isinstance(value, list) or not all(isinstance(item, str) and item.strip() for item in value):
+        return 'must be a list of non-empty strings, e.g. ["a", "b"]'
+    if allowed is not None:
+        unknown = [item for item in value if item not in allowed]
+        if unknown:
+            return f"unknown value(s) {', '.join(unknown)}; accepted: {', '.join(allowed)}"
+    return None
+
+
+class BillingCatalogEntry(models.Model):
+    provider = models.CharField(max_length=64)
+    auth_type = models.CharField(max_length=64, null=True, blank=True, help_text=AUTH_TYPE_HELP)  # noqa: DJ001
+    billing = models.CharField(max_length=16, choices=BILLING_CHOICES)
+    overage = models.CharField(max_length=16, choices=OVERAGE_CHOICES)
+    source_url = models.URLField(max_length=500, null=True, blank=True)  # noqa: DJ001
+    notes = models.TextField(blank=True, default="")
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    # Fingerprint of the curated fields when the seed last wrote the row ("" = never seeded). A row
+    # whose fields no longer match it was edited by an operator, and a seed re-load keeps it.
+    seed_fingerprint = models.CharField(max_length=64, blank=True, default="", editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["provider", "auth_type"]
+        verbose_name = "billing catalog entry"
+        verbose_name_plural = "billing catalog"
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.UniqueConstraint(
+                fields=["provider", "auth_type"],
+                condition=Q(auth_type__isnull=False),
+                name="billing_unique_provider_auth_type",
+                violation_error_message="A billing row for this provider and auth type already exists.",
+            ),
+            models.UniqueConstraint(
+                fields=["provider"],
+                condition=Q(auth_type__isnull=True),
+                name="billing_unique_provider_wide",
+                violation_error_message="This provider already has a provider-wide row (no auth type).",
+            ),
+            models.CheckConstraint(
+                condition=AUTH_TYPE_NORMALISED,
+                name="billing_auth_type_normalised",
+                violation_error_message="auth_type must be trimmed, lower-case, and NULL rather than empty.",
+            ),
+            models.CheckConstraint(
+                condition=Q(billing__in=BILLINGS),
+                name="billing_billing_valid",
+                violation_error_message=f"billing must be one of: {', '.join(BILLINGS)}.",
+            ),
+            models.CheckConstraint(
+                condition=Q(overage__in=OVERAGES),
+                name="billing_overage_valid",
+                violation_error_message=f"overage must be one of: {', '.join(OVERAGES)}.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return catalog_key_label(self.provider, self.auth_type)
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.auth_type = normalise_auth_type(self.auth_type)
+        super().save(*args, **kwargs)
+
+    def clean(self) -> None:
+        self.auth_type = normalise_auth_type(self.auth_type)
+
+
+class Connection(models.Model):
+    id = models.CharField(
+        primary_key=True,
+        max_length=64,
+        validators=[RegexValidator(CONNECTION_ID_PATTERN, message=CONNECTION_ID_MESSAGE, code="invalid_id")],
+        help_text="The gateway's own connection id: letters, digits, '.', '_', ':' or '-', at most 64.",
+    )
+    provider = models.CharField(max_length=64)
+    auth_type = models.CharField(max_length=64, null=True, blank=True, help_text=AUTH_TYPE_HELP)  # noqa: DJ001
+    keyless = models.BooleanField(default=False)
+    enabled = models.BooleanField(default=True)
+    disabled_reason = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    # Fernet token (ladder.crypto); never shown back. Empty = no credential stored.
+    credential_ciphertext = models.TextField(blank=True, default="", editable=False)
+    base_url = models.URLField(max_length=500, null=True, blank=True)  # noqa: DJ001
+    overage_override = models.CharField(max_length=16, choices=OVERAGE_CHOICES, null=True, blank=True)  # noqa: DJ001
+    cooldown_until = models.DateTimeField(null=True, blank=True)
+    backoff_level = models.PositiveSmallIntegerField(default=0)
+    position = models.IntegerField(default=0, help_text="Connection order: lower first, then by id.")
+    next_refresh_at = models.DateTimeField(null=True, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    # Last on purpose: from here on, `models` in this class body is this field, not django.db.models.
+    models = models.JSONField(
+        null=True,
+        blank=True,
+        default=None,
+        help_text='Model ids, e.g. ["claude-sonnet-4-5"]; empty = every catalog model of its provider.',
+    )
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["position", "id"]
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.CheckConstraint(
+                condition=Q(id__regex=CONNECTION_ID_PATTERN),
+                name="connection_id_format",
+                violation_error_message=CONNECTION_ID_MESSAGE,
+            ),
+            models.CheckConstraint(
+                condition=AUTH_TYPE_NORMALISED,
+                name="connection_auth_type_normalised",
+                violation_error_message="auth_type must be trimmed, lower-case, and NULL rather than empty.",
+            ),
+            models.CheckConstraint(
+                condition=Q(overage_override__isnull=True) | Q(overage_override__in=OVERAGES),
+                name="connection_overage_override_valid",
+                violation_error_message=f"overage_override must be empty or one of: {', '.join(OVERAGES)}.",
+            ),
+        ]
+        indexes: ClassVar[list[models.Index]] = [
+            models.Index(fields=["next_refresh_at"], name="connection_next_refresh_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.id
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.auth_type = normalise_auth_type(self.auth_type)
+        super().save(*args, **kwargs)
+
+    def clean(self) -> None:
+        self.auth_type = normalise_auth_type(self.auth_type)
+        if self.models is not None:
+            message = string_list_errors(self.models)
+            if message:
+                raise ValidationError({"models": f"models {message}, or empty for every catalog model"})
+
+    @property
+    def has_credential(self) -> bool:
+        return bool(self.credential_ciphertext)
+
+    def set_credential(self, plaintext: str | None) -> None:
+        """Encrypt and keep plaintext (None or "" clears it). The caller saves."""
+        self.credential_ciphertext = encrypt_credential(plaintext) if plaintext else ""
+
+    def get_credential(self) -> str | None:
+        if not self.credential_ciphertext:
+            return None
+        return decrypt_credential(self.credential_ciphertext)
+
+
+class QuotaReading(models.Model):
+    connection = models.ForeignKey(Connection, on_delete=models.CASCADE, related_name="readings")
+    fetched_at = models.DateTimeField()
+    source = models.CharField(max_length=16, choices=SOURCE_CHOICES, default="poll")
+    verifiable = models.BooleanField(default=True)
+    observed_overage = models.CharField(  # noqa: DJ001
+        max_length=16, choices=OBSERVED_OVERAGE_CHOICES, null=True, blank=True
+    )
+    note = models.TextField(blank=True, default="", help_text="Why the reading is unverifiable, for people.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes: ClassVar[list[models.Index]] = [
+            models.Index(fields=["connection", "-fetched_at"], name="reading_conn_fetched_idx"),
+        ]
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.CheckConstraint(
+                condition=Q(source__in=SOURCES),
+                name="reading_source_valid",
+                violation_error_message=f"source must be one of: {', '.join(SOURCES)}.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.connection_id} @ {self.fetched_at:%Y-%m-%d %H:%M:%S}Z ({self.source})"
+
+
+class QuotaWindow(models.Model):
+    reading = models.ForeignKey(QuotaReading, on_delete=models.CASCADE, related_name="windows")
+    name = models.CharField(max_length=64)
+    remaining_pct = models.FloatField(validators=[MinValueValidator(0), MaxValueValidator(100)])
+    reset_at = models.DateTimeField(null=True, blank=True)
+    scope_models = models.JSONField(
+        default=list, blank=True, help_text='Globs of model ids, e.g. ["*opus*"]; empty = every model.'
+    )
+    latched = models.BooleanField(default=False)
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["position", "id"]
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.CheckConstraint(
+                condition=Q(remaining_pct__gte=0) & Q(remaining_pct__lte=100),
+                name="window_remaining_pct_range",
+                violation_error_message="remaining_pct must be between 0 and 100.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.remaining_pct:g}%"
+
+    def clean(self) -> None:
+        message = string_list_errors(self.scope_models)
+        if message:
+            raise ValidationError({"scope_models": f"scope_models {message}"})
+
+
+class ModelCatalogEntry(models.Model):
+    provider = models.CharField(max_length=64)
+    model = models.CharField(max_length=200)
+    input_usd_per_mtok = models.DecimalField(
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal(0))],
+        help_text="USD per million input tokens; empty = no price (premium).",
+    )
+    output_usd_per_mtok = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True, validators=[MinValueValidator(Decimal(0))]
+    )
+    free = models.BooleanField(default=False)
+    categories = models.JSONField(default=list, blank=True, help_text=f"Any of: {', '.join(CATEGORIES)}.")
+    position = models.IntegerField(default=0, help_text="Catalog order: lower first.")
+    seed_fingerprint = models.CharField(max_length=64, blank=True, default="", editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["position", "id"]
+        verbose_name = "model catalog entry"
+        verbose_name_plural = "model catalog"
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.UniqueConstraint(
+                fields=["provider", "model"],
+                name="model_catalog_unique_provider_model",
+                violation_error_message="This provider already has this model in the catalog.",
+            ),
+            models.CheckConstraint(
+                condition=Q(input_usd_per_mtok__isnull=True) | Q(input_usd_per_mtok__gte=0),
+                name="model_catalog_input_price_non_negative",
+                violation_error_message="input_usd_per_mtok must be ≥ 0.",
+            ),
+            models.CheckConstraint(
+                condition=Q(output_usd_per_mtok__isnull=True) | Q(output_usd_per_mtok__gte=0),
+                name="model_catalog_output_price_non_negative",
+                violation_error_message="output_usd_per_mtok must be ≥ 0.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+    def clean(self) -> None:
+        message = string_list_errors(self.categories, allowed=CATEGORIES)
+        if message:
+            raise ValidationError({"categories": f"categories {message}"})
+
+
+class UsageEvent(models.Model):
+    request_id = models.CharField(max_length=200, unique=True)
+    # SET_NULL: spend is history that the budgets sum; deleting a connection must neither erase it
+    # (the rung budget would silently refill) nor be blocked by it (PROTECT).
+    connection = models.ForeignKey(
+        Connection, on_delete=models.SET_NULL, null=True, blank=True, related_name="usage_events"
+    )
+    model = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    rung = models.PositiveSmallIntegerField(choices=RUNG_CHOICES, null=True, blank=True)
+    budget_rung = models.CharField(max_length=16, choices=BUDGET_RUNG_CHOICES, null=True, blank=True)  # noqa: DJ001
+    cost_usd = models.DecimalField(max_digits=16, decimal_places=6, default=Decimal(0))
+    occurred_at = models.DateTimeField()
+    payload_hash = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes: ClassVar[list[models.Index]] = [
+            models.Index(fields=["occurred_at"], name="usage_occurred_at_idx"),
+        ]
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.CheckConstraint(
+                condition=Q(rung__isnull=True) | Q(rung__lte=4),
+                name="usage_rung_range",
+                violation_error_message="rung must be between 0 and 4.",
+            ),
+            models.CheckConstraint(
+                condition=Q(budget_rung__isnull=True) | Q(budget_rung__in=BUDGET_RUNGS),
+                name="usage_budget_rung_valid",
+                violation_error_message=f"budget_rung must be empty or one of: {', '.join(BUDGET_RUNGS)}.",
+            ),
+            models.CheckConstraint(
+                condition=Q(cost_usd__gte=0),
+                name="usage_cost_non_negative",
+                violation_error_message="cost_usd must be ≥ 0.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.request_id
+
+
+class LadderConfiguration(models.Model):
+    """The one ladder configuration (DESIGN §3): pk is always 1."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
+    exit_cutoff_pct = models.FloatField(default=2.0, help_text="A window at or below this is exhausted.")
+    reentry_min_remaining_pct = models.FloatField(
+        default=5.0, help_text="A latched window comes back above max(this, the exit cutoff)."
+    )
+    max_reading_age_s = models.FloatField(default=180.0, help_text="Seconds a reading stays fresh.")
+    rung_budget_usd = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='USD per budget period for the cheap and premium rungs, e.g. {"cheap": 5.0, "premium": 0}; '
+        "a rung absent = not gated, 0 = disabled.",
+    )
+    budget_period = models.CharField(max_length=8, choices=BUDGET_PERIOD_CHOICES, default="month")
+    free_max_input_usd_per_mtok = models.FloatField(default=0.0)
+    cheap_max_input_usd_per_mtok = models.FloatField(default=1.0)
+    refresh_interval_s = models.FloatField(default=60.0, help_text="Seconds between quota refreshes.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "ladder configuration"
+        verbose_name_plural = "ladder configuration"
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.CheckConstraint(condition=Q(id=1), name="configuration_singleton"),
+        ]
+
+    def __str__(self) -> str:
+        return "Ladder configuration"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.id = 1
+        if self._state.adding and type(self).objects.filter(pk=1).exists():
+            self._state.adding = False  # a second instance replaces the one row instead of clashing
+        super().save(*args, **kwargs)
+
+    def clean(self) -> None:
+        errors: dict[str, list[str]] = {}
+        for key, message in config_errors(self.config_values()).items():
+            field, _, rung = key.partition(".")
+            errors.setdefault(field, []).append(f"{rung}: {message}" if rung else message)
+        if errors:
+            raise ValidationError(errors)
+
+    @classmethod
+    def from_settings(cls) -> LadderConfiguration:
+        """An unsaved configuration holding settings.LADDER_DEFAULTS (DESIGN §3 where absent)."""
+        defaults = getattr(settings, "LADDER_DEFAULTS", {}) or {}
+        values = {key: defaults[key] for key in CONFIG_FIELDS if key in defaults}
+        values["rung_budget_usd"] = dict(values.get("rung_budget_usd") or {})
+        return cls(id=1, **values)
+
+    @classmethod
+    def load(cls) -> LadderConfiguration:
+        """The configuration row, created from settings.LADDER_DEFAULTS the first time."""
+        existing = cls.objects.filter(pk=1).first()
+        if existing is not None:
+            return existing
+        defaults = cls.from_settings()
+        obj, _ = cls.objects.get_or_create(
+            pk=1, defaults={key: getattr(defaults, key) for key in CONFIG_FIELDS}
+        )
+        return obj
+
+    def config_values(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in CONFIG_FIELDS}
+
+    def to_domain(self) -> LadderConfig:
+        return build_config(self.config_values())
+
+
+class StateVersion(models.Model):
+    """A counter that every write bumps (services.bump_state_version); snapshots are cached by it."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
+    value = models.PositiveBigIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.CheckConstraint(condition=Q(id=1), name="state_version_singleton"),
+        ]
+
+    def __str__(self) -> str:
+        return f"state version {self.value}"

@@ -1,0 +1,165 @@
+"""Reads: rows → the domain's immutable snapshot, in a constant number of queries."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection
+from datetime import datetime
+from typing import cast
+
+from django.db.models import F, OuterRef, Subquery, Sum
+from django.utils import timezone
+
+from ladder import models as m
+from ladder.domain.billing import catalog_row_for
+from ladder.domain.budgets import period_bounds
+from ladder.domain.types import (
+    BUDGET_RUNGS,
+    Billing,
+    CatalogEntry,
+    Connection,
+    ModelEntry,
+    Overage,
+    Reading,
+    Snapshot,
+    Source,
+    Window,
+)
+
+
+def snapshot_load(*, now: datetime | None = None) -> Snapshot:
+    """The whole state a resolution reads. `now` only picks the budget period of the spend."""
+    now = now or timezone.now()
+    config = configuration_get().to_domain()
+    readings = readings_latest()
+    connections = tuple(
+        connection_to_domain(row, readings.get(row.id))
+        for row in m.Connection.objects.order_by("position", "id")
+    )
+    start, end = period_bounds(now, config.budget_period)
+    return Snapshot(
+        config=config,
+        billing_catalog=catalog_entries(),
+        models=model_entries(),
+        connections=connections,
+        spend_usd=spend_usd(start=start, end=end),
+    )
+
+
+def configuration_get() -> m.LadderConfiguration:
+    """The stored configuration, or the settings' defaults when none is stored (a read never writes)."""
+    return m.LadderConfiguration.objects.filter(pk=1).first() or m.LadderConfiguration.from_settings()
+
+
+def state_version_get() -> int:
+    return m.StateVersion.objects.filter(pk=1).values_list("value", flat=True).first() or 0
+
+
+def catalog_entries() -> tuple[CatalogEntry, ...]:
+    rows = m.BillingCatalogEntry.objects.order_by("provider", F("auth_type").asc(nulls_first=True), "id")
+    return tuple(
+        CatalogEntry(
+            provider=row.provider,
+            auth_type=row.auth_type,
+            billing=cast(Billing, row.billing),
+            overage=cast(Overage, row.overage),
+            source_url=row.source_url,
+            notes=row.notes,
+            reviewed_at=row.reviewed_at,
+        )
+        for row in rows
+    )
+
+
+def model_entries() -> tuple[ModelEntry, ...]:
+    return tuple(
+        ModelEntry(
+            provider=row.provider,
+            model=row.model,
+            input_usd_per_mtok=None if row.input_usd_per_mtok is None else float(row.input_usd_per_mtok),
+            output_usd_per_mtok=None if row.output_usd_per_mtok is None else float(row.output_usd_per_mtok),
+            free=row.free,
+            categories=tuple(row.categories or ()),
+        )
+        for row in m.ModelCatalogEntry.objects.order_by("position", "id")
+    )
+
+
+def readings_latest(*, connection_ids: Collection[str] | None = None) -> dict[str, Reading]:
+    """Connection id → its latest reading (greatest fetched_at, then id), windows included. Two queries."""
+    latest_id = (
+        m.QuotaReading.objects.filter(connection_id=OuterRef("pk"))
+        .order_by("-fetched_at", "-id")
+        .values("id")[:1]
+    )
+    connections = m.Connection.objects.all()
+    if connection_ids is not None:
+        connections = connections.filter(pk__in=list(connection_ids))
+    reading_ids = connections.annotate(latest_id=Subquery(latest_id)).filter(latest_id__isnull=False)
+    rows = list(m.QuotaReading.objects.filter(id__in=reading_ids.values("latest_id")))
+    windows: dict[int, list[Window]] = defaultdict(list)
+    for window in m.QuotaWindow.objects.filter(reading_id__in=[row.id for row in rows]).order_by(
+        "reading_id", "position", "id"
+    ):
+        windows[window.reading_id].append(
+            Window(
+                name=window.name,
+                remaining_pct=window.remaining_pct,
+                reset_at=window.reset_at,
+                scope_models=tuple(window.scope_models or ()),
+                latched=window.latched,
+            )
+        )
+    return {
+        row.connection_id: Reading(
+            fetched_at=row.fetched_at,
+            windows=tuple(windows[row.id]),
+            source=cast(Source, row.source),
+            verifiable=row.verifiable,
+            observed_overage=cast(Overage | None, row.observed_overage),
+            note=row.note,
+        )
+        for row in rows
+    }
+
+
+def connection_to_domain(row: m.Connection, reading: Reading | None) -> Connection:
+    return Connection(
+        id=row.id,
+        provider=row.provider,
+        auth_type=row.auth_type,
+        keyless=row.keyless,
+        enabled=row.enabled,
+        disabled_reason=row.disabled_reason,
+        base_url=row.base_url,
+        cooldown_until=row.cooldown_until,
+        overage_override=cast(Overage | None, row.overage_override),
+        models=None if row.models is None else tuple(row.models),
+        reading=reading,
+    )
+
+
+def spend_usd(*, start: datetime, end: datetime) -> dict[str, float]:
+    """USD spent per budget rung by usage events in [start, end); every budget rung present ($0 when none)."""
+    totals = (
+        m.UsageEvent.objects.filter(budget_rung__isnull=False, occurred_at__gte=start, occurred_at__lt=end)
+        .values("budget_rung")
+        .annotate(total=Sum("cost_usd"))
+        .order_by()
+    )
+    spend = dict.fromkeys(BUDGET_RUNGS, 0.0)
+    for row in totals:
+        spend[row["budget_rung"]] = float(row["total"] or 0)
+    return spend
+
+
+def catalog_uncurated_kinds(*, snapshot: Snapshot) -> list[tuple[str, str | None]]:
+    """(provider, auth_type) of non-keyless connections that no catalog row covers, first-seen order."""
+    seen: list[tuple[str, str | None]] = []
+    for connection in snapshot.connections:
+        kind = (connection.provider, connection.auth_type)
+        if connection.keyless or kind in seen:
+            continue
+        if catalog_row_for(snapshot.catalog_by_key, connection.provider, connection.auth_type) is None:
+            seen.append(kind)
+    return seen

@@ -1,0 +1,52 @@
+"""Writes. Every write bumps the state version in its own transaction, so that a snapshot cached by
+version is never newer or older than the rows it was built from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from ladder.domain.config import CONFIG_FIELDS
+from ladder.models import Connection, LadderConfiguration, StateVersion
+
+
+def bump_state_version() -> int:
+    """Increment the state version (creating its row if a flush removed it); returns the new value."""
+    with transaction.atomic():
+        updated = StateVersion.objects.filter(pk=1).update(value=F("value") + 1, updated_at=timezone.now())
+        if updated != 1:
+            StateVersion.objects.get_or_create(pk=1, defaults={"value": 0})
+            StateVersion.objects.filter(pk=1).update(value=F("value") + 1, updated_at=timezone.now())
+        return StateVersion.objects.values_list("value", flat=True).get(pk=1)
+
+
+def configuration_update(**fields: Any) -> LadderConfiguration:
+    """Set configuration fields (DESIGN §3 names); ValidationError names every bad field."""
+    unknown = sorted(set(fields) - set(CONFIG_FIELDS))
+    if unknown:
+        raise ValidationError(
+            {name: f"unknown setting; accepted: {', '.join(CONFIG_FIELDS)}" for name in unknown}
+        )
+    with transaction.atomic():
+        LadderConfiguration.load()
+        configuration = LadderConfiguration.objects.select_for_update().get(pk=1)
+        for name, value in fields.items():
+            setattr(configuration, name, value)
+        configuration.full_clean()
+        configuration.save()
+        bump_state_version()
+    return configuration
+
+
+def connection_set_credential(*, connection_id: str, credential: str | None) -> Connection:
+    """Encrypt and store a connection's credential; None or "" removes it."""
+    with transaction.atomic():
+        connection = Connection.objects.select_for_update().get(pk=connection_id)
+        connection.set_credential(credential)
+        connection.save(update_fields=["credential_ciphertext", "updated_at"])
+        bump_state_version()
+    return connection

@@ -1,0 +1,285 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.db import connection as db_connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from ladder import selectors
+from ladder.models import (
+    BillingCatalogEntry,
+    Connection,
+    LadderConfiguration,
+    ModelCatalogEntry,
+    QuotaReading,
+    QuotaWindow,
+    StateVersion,
+    UsageEvent,
+)
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
+SECRET = "sk-PLAINTEXT-never-shown-0123456789"
+
+
+@pytest.fixture
+def rows() -> dict[str, Any]:
+    connection = Connection(id="claude.max:1", provider="claude", auth_type="oauth")
+    connection.set_credential(SECRET)
+    connection.save()
+    reading = QuotaReading.objects.create(connection=connection, fetched_at=NOW)
+    window = QuotaWindow.objects.create(reading=reading, name="5h", remaining_pct=42)
+    event = UsageEvent.objects.create(
+        request_id="req-1",
+        connection=connection,
+        budget_rung="cheap",
+        cost_usd=Decimal("0.5"),
+        occurred_at=NOW,
+    )
+    return {
+        "connection": connection,
+        "quotareading": reading,
+        "quotawindow": window,
+        "usageevent": event,
+        "billingcatalogentry": BillingCatalogEntry.objects.get(provider="claude", auth_type="oauth"),
+        "modelcatalogentry": ModelCatalogEntry.objects.get(provider="claude", model="claude-opus-4-1"),
+        "ladderconfiguration": LadderConfiguration.load(),
+        "stateversion": StateVersion.objects.get(pk=1),
+    }
+
+
+MODEL_NAMES = [
+    "connection",
+    "quotareading",
+    "quotawindow",
+    "usageevent",
+    "billingcatalogentry",
+    "modelcatalogentry",
+    "ladderconfiguration",
+    "stateversion",
+]
+
+
+def connection_form(**overrides: str) -> dict[str, str]:
+    data = {
+        "provider": "claude",
+        "auth_type": "oauth",
+        "enabled": "on",
+        "disabled_reason": "",
+        "position": "0",
+        "models": "",
+        "overage_override": "",
+        "base_url": "",
+        "cooldown_until_0": "",
+        "cooldown_until_1": "",
+        "backoff_level": "0",
+        "next_refresh_at_0": "",
+        "next_refresh_at_1": "",
+        "claimed_until_0": "",
+        "claimed_until_1": "",
+        "credential": "",
+    }
+    return {**data, **overrides}
+
+
+def configuration_form(**overrides: str) -> dict[str, str]:
+    data = {
+        "exit_cutoff_pct": "2",
+        "reentry_min_remaining_pct": "5",
+        "max_reading_age_s": "180",
+        "rung_budget_usd": "{}",
+        "budget_period": "month",
+        "free_max_input_usd_per_mtok": "0",
+        "cheap_max_input_usd_per_mtok": "1",
+        "refresh_interval_s": "60",
+    }
+    return {**data, **overrides}
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_it_renders_the_changelist_and_change_page(
+    admin_client: Client, rows: dict[str, Any], name: str
+) -> None:
+    changelist = admin_client.get(reverse(f"admin:ladder_{name}_changelist"), follow=True)
+    change = admin_client.get(reverse(f"admin:ladder_{name}_change", args=[rows[name].pk]))
+
+    assert changelist.status_code == 200
+    assert change.status_code == 200
+
+
+@pytest.mark.parametrize("name", [n for n in MODEL_NAMES if n not in ("ladderconfiguration", "stateversion")])
+def test_it_renders_the_add_page(admin_client: Client, name: str) -> None:
+    assert admin_client.get(reverse(f"admin:ladder_{name}_add")).status_code == 200
+
+
+def test_it_never_shows_a_credential(admin_client: Client, rows: dict[str, Any]) -> None:
+    connection = rows["connection"]
+    urls = [
+        reverse("admin:ladder_connection_changelist"),
+        reverse("admin:ladder_connection_change", args=[connection.pk]),
+        reverse("admin:ladder_connection_history", args=[connection.pk]),
+        reverse("admin:ladder_connection_delete", args=[connection.pk]),
+        reverse("admin:ladder_quotareading_change", args=[rows["quotareading"].pk]),
+        reverse("admin:ladder_usageevent_change", args=[rows["usageevent"].pk]),
+    ]
+    admin_client.post(
+        reverse("admin:ladder_connection_change", args=[connection.pk]), connection_form(position="3")
+    )
+
+    for url in urls:
+        body = admin_client.get(url).content.decode()
+        assert SECRET not in body, url
+        assert connection.credential_ciphertext not in body, url
+    assert "stored (hidden)" in admin_client.get(urls[1]).content.decode()
+
+
+def test_it_keeps_the_credential_when_the_field_is_left_blank(
+    admin_client: Client, rows: dict[str, Any]
+) -> None:
+    url = reverse("admin:ladder_connection_change", args=[rows["connection"].pk])
+
+    response = admin_client.post(url, connection_form(position="7"))
+
+    assert response.status_code == 302
+    stored = Connection.objects.get(pk=rows["connection"].pk)
+    assert stored.position == 7
+    assert stored.get_credential() == SECRET
+
+
+def test_it_sets_a_new_credential_and_bumps_the_version(admin_client: Client, rows: dict[str, Any]) -> None:
+    before = selectors.state_version_get()
+    url = reverse("admin:ladder_connection_change", args=[rows["connection"].pk])
+
+    response = admin_client.post(url, connection_form(credential="sk-new-one"))
+
+    assert response.status_code == 302
+    assert Connection.objects.get(pk=rows["connection"].pk).get_credential() == "sk-new-one"
+    assert selectors.state_version_get() > before
+
+
+def test_it_clears_the_credential_on_request(admin_client: Client, rows: dict[str, Any]) -> None:
+    url = reverse("admin:ladder_connection_change", args=[rows["connection"].pk])
+
+    admin_client.post(url, connection_form(clear_credential="on"))
+
+    assert Connection.objects.get(pk=rows["connection"].pk).get_credential() is None
+
+
+def test_it_shows_a_bad_connection_id_error(admin_client: Client) -> None:
+    response = admin_client.post(reverse("admin:ladder_connection_add"), connection_form(id="bad id/1"))
+
+    assert response.status_code == 200
+    assert "each a letter, a digit" in response.content.decode()
+    assert not Connection.objects.exists()
+
+
+def test_it_shows_configuration_field_errors(admin_client: Client) -> None:
+    configuration = LadderConfiguration.load()
+    url = reverse("admin:ladder_ladderconfiguration_change", args=[configuration.pk])
+
+    response = admin_client.post(
+        url, configuration_form(exit_cutoff_pct="150", rung_budget_usd='{"cheap": 5, "gold": 1}')
+    )
+
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "must be a number between 0 and 100" in body
+    assert "gold: unknown rung &#x27;gold&#x27;" in body
+    assert LadderConfiguration.load().exit_cutoff_pct == 2.0
+
+
+def test_it_saves_a_valid_configuration(admin_client: Client) -> None:
+    configuration = LadderConfiguration.load()
+    url = reverse("admin:ladder_ladderconfiguration_change", args=[configuration.pk])
+
+    response = admin_client.post(url, configuration_form(rung_budget_usd='{"cheap": 5, "premium": 0}'))
+
+    assert response.status_code == 302
+    assert LadderConfiguration.load().rung_budget_usd == {"cheap": 5, "premium": 0}
+
+
+def test_it_offers_no_add_or_delete_for_the_configuration(admin_client: Client) -> None:
+    configuration = LadderConfiguration.load()
+
+    assert admin_client.get(reverse("admin:ladder_ladderconfiguration_add")).status_code == 403
+    delete_url = reverse("admin:ladder_ladderconfiguration_delete", args=[configuration.pk])
+    assert admin_client.get(delete_url).status_code == 403
+    assert LadderConfiguration.objects.count() == 1
+
+
+def test_it_redirects_the_configuration_changelist_to_the_single_row(admin_client: Client) -> None:
+    response = admin_client.get(reverse("admin:ladder_ladderconfiguration_changelist"))
+
+    assert response.status_code == 302
+    assert response["Location"] == reverse("admin:ladder_ladderconfiguration_change", args=[1])
+
+
+def test_it_flags_uncurated_kinds_in_the_billing_catalog(admin_client: Client) -> None:
+    Connection.objects.create(id="q1", provider="qwen", auth_type="oauth")
+    Connection.objects.create(id="c1", provider="claude", auth_type="oauth")
+
+    body = admin_client.get(reverse("admin:ladder_billingcatalogentry_changelist")).content.decode()
+
+    assert 'class="uncurated-kind">qwen/oauth' in body
+    assert "treated as metered" in body
+    assert "claude/oauth —" not in body
+    assert "provider=qwen&amp;auth_type=oauth" in body
+
+
+def test_it_shows_no_uncurated_flag_when_everything_is_curated(admin_client: Client) -> None:
+    Connection.objects.create(id="c1", provider="claude", auth_type="oauth")
+
+    body = admin_client.get(reverse("admin:ladder_billingcatalogentry_changelist")).content.decode()
+
+    assert "uncurated-kind" not in body
+
+
+def test_it_shows_billing_and_rungs_in_the_connection_list(admin_client: Client) -> None:
+    Connection.objects.create(id="c1", provider="claude", auth_type="oauth")
+    Connection.objects.create(id="q1", provider="qwen", auth_type="oauth")
+    Connection.objects.create(id="or1", provider="openrouter", auth_type="apikey")
+
+    body = admin_client.get(reverse("admin:ladder_connection_changelist")).content.decode()
+
+    assert "subscription · hard-stop" in body
+    assert "0 subscription: claude-opus-4-1, claude-sonnet-4-5, claude-haiku-4-5" in body
+    assert "unknown — treated as metered (uncurated)" in body
+    assert "2 free: deepseek/deepseek-chat-v3.1:free; 3 cheap: openai/gpt-5-mini; 4 premium:" in body
+
+
+def test_it_lists_connections_in_a_constant_number_of_queries(admin_client: Client) -> None:
+    url = reverse("admin:ladder_connection_changelist")
+
+    def count_queries(total: int) -> int:
+        for index in range(Connection.objects.count(), total):
+            connection = Connection.objects.create(id=f"c{index}", provider="claude", auth_type="oauth")
+            reading = QuotaReading.objects.create(connection=connection, fetched_at=NOW)
+            QuotaWindow.objects.create(reading=reading, name="5h", remaining_pct=50)
+        with CaptureQueriesContext(db_connection) as queries:
+            assert admin_client.get(url).status_code == 200
+        return len(queries)
+
+    assert count_queries(5) == count_queries(50)
+
+
+def test_it_shows_a_duplicate_billing_row_after_normalisation(admin_client: Client) -> None:
+    response = admin_client.post(
+        reverse("admin:ladder_billingcatalogentry_add"),
+        {
+            "provider": "claude",
+            "auth_type": "  OAuth ",
+            "billing": "metered",
+            "overage": "unknown",
+            "notes": "",
+        },
+    )
+
+    assert response.status_code == 200
+    assert "A billing row for this provider and auth type already exists." in response.content.decode()
+    assert BillingCatalogEntry.objects.filter(provider="claude").count() == 1
