@@ -26,7 +26,10 @@ class AutoId:
 
 
 def _accepted() -> str:
-    return "auto/subscription, auto/thrifty, auto/<category>:<tier>"
+    return (
+        "auto/subscription, auto/thrifty, auto/<category>:<tier> "
+        f"(category: {', '.join(CATEGORIES)}; tier: {', '.join(TIERS)})"
+    )
 
 
 def parse_auto_id(value: object) -> AutoId:
@@ -38,15 +41,16 @@ def parse_auto_id(value: object) -> AutoId:
     if rest in TIERS:
         return AutoId(rest)  # type: ignore[arg-type]
     if ":" not in rest:
-        raise AutoIdError(
-            f"{value}: unknown auto id; accepted: {_accepted()} "
-            f"with category in {', '.join(CATEGORIES)} and tier in {', '.join(TIERS)}"
-        )
+        raise AutoIdError(f"{value}: unknown auto id; accepted: {_accepted()}")
     category, _, tier = rest.partition(":")
     if category not in CATEGORIES:
-        raise AutoIdError(f"{value}: unknown category {category!r}; accepted: {', '.join(CATEGORIES)}")
+        raise AutoIdError(
+            f"{value}: unknown category {category!r}; accepted: {', '.join(CATEGORIES)} (ids: {_accepted()})"
+        )
     if tier not in TIERS:
-        raise AutoIdError(f"{value}: unknown tier {tier!r}; accepted: {', '.join(TIERS)}")
+        raise AutoIdError(
+            f"{value}: unknown tier {tier!r}; accepted: {', '.join(TIERS)} (ids: {_accepted()})"
+        )
     return AutoId(tier, category)  # type: ignore[arg-type]
 
 

@@ -165,7 +165,7 @@ class Snapshot:
     # Spend of the current budget period per budget rung ("cheap", "premium"); absent = $0.
     spend_usd: Mapping[str, float] = field(default_factory=dict)
     # Per-snapshot memo of derived values (billing verdicts by connection id); never compared.
-    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False, hash=False)
+    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False, hash=False)
 
     @cached_property
     def connections_by_id(self) -> dict[str, Connection]:
