@@ -105,7 +105,7 @@ def _blocked(blocking: list[Window], config: LadderConfig) -> tuple[str, str, da
 
 
 def _billing_failure(connection: Connection, verdict: BillingVerdict) -> tuple[str, str] | None:
-    if connection.keyless:
+    if verdict.billing == "keyless":
         return Reason.KEYLESS_NOT_PLAN, "keyless connections never qualify for auto/subscription"
     if not verdict.curated:
         auth = connection.auth_type or "provider-wide"
