@@ -1,0 +1,355 @@
+"""The adapter protocol, the connection it is given, and the one HTTP path every poll takes.
+
+Error contract of ``fetch``: a usable 2xx answer gives a ``Reading``; a 2xx answer that cannot be
+read (missing or renamed fields, malformed JSON, a body over the size cap) gives an *unverifiable*
+``Reading`` whose ``note`` says why; an HTTP error, an error carried inside a 2xx body (z.ai,
+MiniMax) or a transport failure raises ``FetchError`` carrying the adapter's ``Failure``, so that
+the caller backs off on ``rate_limited``, disables on ``auth_failed`` and retries when
+``transient`` (5xx, timeouts, connection resets).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import ClassVar, Protocol
+
+import httpx
+
+from ladder.domain.types import Failure, Reading, Source
+from ladder.providers.timeparse import parse_duration_s, retry_after_s
+from ladder.providers.values import lower_headers
+
+DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=3.0)
+MAX_BODY_BYTES = 1 << 20
+# gemini-cli's threshold: a 429 asking to wait longer than this is exhaustion, not throttling.
+LONG_RETRY_S = 300.0
+
+
+@dataclass(frozen=True)
+class ConnectionRef:
+    """What an adapter needs to know about a connection; never a Django model.
+
+    ``params`` carries the few per-account values some endpoints need besides the credential:
+    ``account_id`` (Codex ``ChatGPT-Account-Id``), ``profile_arn`` (Kiro), ``project`` (Gemini and
+    Antigravity; otherwise discovered with ``loadCodeAssist``).
+    """
+
+    id: str
+    provider: str
+    auth_type: str | None
+    credential: str
+    base_url: str | None = None
+    params: Mapping[str, str] = field(default_factory=dict)
+
+
+class FetchError(Exception):
+    """A poll that got no reading: the upstream refused, errored or could not be reached."""
+
+    def __init__(self, failure: Failure, *, status: int | None = None, transient: bool | None = None) -> None:
+        super().__init__(
+            f"{failure.classification}: {failure.detail}" if failure.detail else failure.classification
+        )
+        self.failure = failure
+        self.status = status
+        self.transient = is_transient(failure, status) if transient is None else transient
+
+
+class Unverifiable(Exception):
+    """Raised inside a poll when the answer cannot be read; ``fetch`` turns it into a reading."""
+
+    def __init__(self, note: str) -> None:
+        super().__init__(note)
+        self.note = note
+
+
+class ProviderAdapter(Protocol):
+    """One connection kind: poll its quota, read its passive headers, classify its failures."""
+
+    @property
+    def kind(self) -> str: ...  # the fixture name: "claude-oauth", "codex-chatgpt", …
+
+    @property
+    def provider(self) -> str: ...  # the provider id of KINDS.md: "claude", "codex", …
+
+    @property
+    def auth_type(self) -> str: ...
+
+    @property
+    def default_base_url(self) -> str | None: ...
+
+    @property
+    def supports_poll(self) -> bool: ...  # False: no quota endpoint, fetch answers unverifiable
+
+    def fetch(
+        self,
+        connection: ConnectionRef,
+        client: httpx.Client,
+        now: datetime,
+        *,
+        base_url_override: str | None = None,
+    ) -> Reading: ...
+
+    def read_headers(self, headers: Mapping[str, str], now: datetime) -> Reading | None: ...
+
+    def classify_failure(
+        self, status: int, headers: Mapping[str, str], body: object, now: datetime
+    ) -> Failure: ...
+
+    def wants_usage_recheck(self, status: int, failure: Failure) -> bool: ...
+
+    def refine_failure(self, failure: Failure, reading: Reading) -> Failure: ...
+
+
+def is_transient(failure: Failure, status: int | None) -> bool:
+    """Worth retrying soon without an operator or a quota reset."""
+    if failure.classification == "rate_limited":
+        return True
+    if failure.classification == "upstream_error":
+        return status is None or status >= 500 or status in (408, 429)
+    return False
+
+
+def resolve_base_url(
+    connection_base_url: str | None, override: str | None, default: str | None
+) -> str | None:
+    """The connection's own base URL, else the settings override, else the adapter default."""
+    for candidate in (connection_base_url, override, default):
+        if candidate and candidate.strip():
+            return candidate.strip().rstrip("/")
+    return None
+
+
+def unverifiable(now: datetime, note: str, *, source: Source = "poll") -> Reading:
+    return Reading(fetched_at=now, source=source, verifiable=False, note=note)
+
+
+@dataclass(frozen=True)
+class UpstreamResponse:
+    status: int
+    headers: dict[str, str]  # lower-cased names
+    content: bytes
+    truncated: bool
+
+    def body(self) -> object:
+        """The body for failure classification: JSON when it parses, else text, None when empty."""
+        if self.truncated or not self.content:
+            return None
+        text = self.content.decode("utf-8", errors="replace")
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+
+    def json(self, *, max_body_bytes: int) -> object:
+        if self.truncated:
+            raise Unverifiable(f"response body exceeds {max_body_bytes} bytes; not read")
+        try:
+            return json.loads(self.content)
+        except ValueError as exc:
+            raise Unverifiable(f"malformed JSON in the response: {exc}") from exc
+
+
+class Upstream:
+    """The HTTP calls of one poll: one base URL, explicit timeouts, capped bodies, typed failures."""
+
+    def __init__(self, adapter: BaseAdapter, client: httpx.Client, base_url: str, now: datetime) -> None:
+        self.adapter = adapter
+        self.client = client
+        self.base_url = base_url
+        self.now = now
+
+    def send(
+        self, method: str, path: str, *, headers: Mapping[str, str], json_body: object | None = None
+    ) -> UpstreamResponse:
+        cap = self.adapter.max_body_bytes
+        try:
+            with self.client.stream(
+                method,
+                self.base_url + path,
+                headers=dict(headers),
+                json=json_body,
+                timeout=self.adapter.timeout,
+                follow_redirects=False,
+            ) as response:
+                content, truncated = _read_capped(response, cap)
+                return UpstreamResponse(
+                    response.status_code, lower_headers(response.headers), content, truncated
+                )
+        except httpx.TimeoutException as exc:
+            failure = Failure("upstream_error", detail=f"timeout calling {path}: {type(exc).__name__}")
+            raise FetchError(failure, transient=True) from exc
+        except httpx.RequestError as exc:
+            failure = Failure(
+                "upstream_error", detail=f"transport error calling {path}: {type(exc).__name__}: {exc}"
+            )
+            raise FetchError(failure, transient=True) from exc
+
+    def json(
+        self, method: str, path: str, *, headers: Mapping[str, str], json_body: object | None = None
+    ) -> object:
+        """The decoded JSON of a 2xx answer; FetchError for any other status, Unverifiable if unreadable."""
+        response = self.send(method, path, headers=headers, json_body=json_body)
+        if not 200 <= response.status < 300:
+            failure = self.adapter.classify_failure(
+                response.status, response.headers, response.body(), self.now
+            )
+            raise FetchError(failure, status=response.status)
+        return response.json(max_body_bytes=self.adapter.max_body_bytes)
+
+
+def _read_capped(response: httpx.Response, cap: int) -> tuple[bytes, bool]:
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > cap:
+        return b"", True
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > cap:
+            return b"", True
+        chunks.append(chunk)
+    return b"".join(chunks), False
+
+
+def throttled(wait_s: float | None, *, detail: str, window: str | None = None) -> Failure:
+    """A 429 that names no exhaustion: throttling, unless it asks to wait longer than 5 minutes."""
+    if wait_s is not None and wait_s > LONG_RETRY_S:
+        return Failure(
+            "quota_exhausted", window=window, retry_after_s=wait_s, detail=f"{detail} (wait {wait_s:g}s)"
+        )
+    return Failure("rate_limited", window=window, retry_after_s=wait_s, detail=detail)
+
+
+def classify_by_status(
+    status: int, headers: Mapping[str, str], now: datetime, *, detail: str = ""
+) -> Failure:
+    """The fallback every adapter shares when the body says nothing more specific."""
+    wait = header_retry_after_s(headers, now)
+    if status in (401, 403):
+        return Failure("auth_failed", detail=detail or f"HTTP {status}")
+    if status == 402:
+        return Failure("quota_exhausted", retry_after_s=wait, detail=detail or "HTTP 402 payment required")
+    if status == 429:
+        return throttled(wait, detail=detail or "HTTP 429")
+    return Failure("upstream_error", retry_after_s=wait, detail=detail or f"HTTP {status}")
+
+
+def header_retry_after_s(headers: Mapping[str, str], now: datetime) -> float | None:
+    lowered = lower_headers(headers)
+    ms = parse_duration_s(lowered.get("retry-after-ms"), unit_s=0.001)
+    if ms is not None:
+        return ms
+    return retry_after_s(lowered.get("retry-after"), now=now)
+
+
+def refine_with_reading(failure: Failure, reading: Reading) -> Failure:
+    """A failure made precise by a usage re-read: a spent window names the exhaustion and its reset.
+
+    Several spent windows: the one with the latest reset (when the connection can serve again).
+    No spent window: an exhaustion that already names a window takes that window's reset.
+    """
+    if not reading.verifiable or failure.classification not in ("quota_exhausted", "rate_limited"):
+        return failure
+    spent = [w for w in reading.windows if w.remaining_pct <= 0]
+    if spent:
+        binding = max(spent, key=lambda w: (w.reset_at is not None, w.reset_at or reading.fetched_at))
+        return Failure(
+            "quota_exhausted",
+            window=binding.name,
+            reset_at=binding.reset_at,
+            retry_after_s=failure.retry_after_s,
+            detail=f"{failure.detail}; usage re-read: window {binding.name} spent".lstrip("; "),
+        )
+    if failure.classification == "quota_exhausted" and failure.window and failure.reset_at is None:
+        named = next((w for w in reading.windows if w.name == failure.window), None)
+        if named is not None and named.reset_at is not None:
+            return Failure(
+                "quota_exhausted",
+                window=failure.window,
+                reset_at=named.reset_at,
+                retry_after_s=failure.retry_after_s,
+                detail=failure.detail,
+            )
+    return failure
+
+
+class BaseAdapter:
+    """Defaults for every adapter; a kind with a quota endpoint sets ``supports_poll`` and ``poll``."""
+
+    kind: ClassVar[str]
+    provider: ClassVar[str]
+    auth_type: ClassVar[str]
+    default_base_url: ClassVar[str | None] = None
+    supports_poll: ClassVar[bool] = False
+
+    def __init__(
+        self, *, timeout: httpx.Timeout = DEFAULT_TIMEOUT, max_body_bytes: int = MAX_BODY_BYTES
+    ) -> None:
+        self.timeout = timeout
+        self.max_body_bytes = max_body_bytes
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.kind}>"
+
+    def fetch(
+        self,
+        connection: ConnectionRef,
+        client: httpx.Client,
+        now: datetime,
+        *,
+        base_url_override: str | None = None,
+    ) -> Reading:
+        if not self.supports_poll:
+            return unverifiable(
+                now, f"{self.kind} has no quota endpoint; only headers and errors tell its quota"
+            )
+        base_url = resolve_base_url(connection.base_url, base_url_override, self.default_base_url)
+        if base_url is None:
+            return unverifiable(now, f"{self.kind}: no base URL")
+        try:
+            return self.poll(Upstream(self, client, base_url, now), connection, now)
+        except Unverifiable as exc:
+            return unverifiable(now, f"{self.kind}: {exc.note}")
+
+    def poll(self, upstream: Upstream, connection: ConnectionRef, now: datetime) -> Reading:
+        raise NotImplementedError(f"{self.kind} has no quota endpoint")
+
+    def read_headers(self, headers: Mapping[str, str], now: datetime) -> Reading | None:
+        return None
+
+    def classify_failure(
+        self, status: int, headers: Mapping[str, str], body: object, now: datetime
+    ) -> Failure:
+        return classify_by_status(status, headers, now)
+
+    def wants_usage_recheck(self, status: int, failure: Failure) -> bool:
+        return False
+
+    def refine_failure(self, failure: Failure, reading: Reading) -> Failure:
+        return refine_with_reading(failure, reading)
+
+
+def classify_with_recheck(
+    adapter: ProviderAdapter,
+    connection: ConnectionRef,
+    client: httpx.Client,
+    *,
+    status: int,
+    headers: Mapping[str, str],
+    body: object,
+    now: datetime,
+    base_url_override: str | None = None,
+) -> tuple[Failure, Reading | None]:
+    """Classify a failure and, where the adapter asks (Kiro's ambiguous 429, Kimi's 403), re-read the
+    usage endpoint to make it precise. Returns the failure and the fresh reading, if one was taken."""
+    failure = adapter.classify_failure(status, headers, body, now)
+    if not adapter.wants_usage_recheck(status, failure):
+        return failure, None
+    try:
+        reading = adapter.fetch(connection, client, now, base_url_override=base_url_override)
+    except FetchError:
+        return failure, None
+    return adapter.refine_failure(failure, reading), reading

@@ -1,0 +1,109 @@
+"""Kimi For Coding: weekly usage and the 5-hour window of ``/coding/v1/usages`` (numbers as strings).
+
+A 403 ``access_terminated_error`` is weekly exhaustion; the Anthropic-shaped billing-cycle 403
+carries no reset time. Kimi may send the same 403 for the 5-hour window, so a 403 re-reads usage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime
+
+from ladder.domain.types import Failure, Reading, Window
+from ladder.providers.base import (
+    BaseAdapter,
+    ConnectionRef,
+    Upstream,
+    classify_by_status,
+    refine_with_reading,
+)
+from ladder.providers.timeparse import parse_time
+from ladder.providers.values import (
+    as_dicts,
+    as_float,
+    as_str,
+    clamp_pct,
+    decode_body,
+    dig,
+    error_fields,
+    window_name_for_seconds,
+)
+
+USAGE_PATH = "/coding/v1/usages"
+WEEKLY = "7d"
+UNIT_S = {"TIME_UNIT_SECOND": 1, "TIME_UNIT_MINUTE": 60, "TIME_UNIT_HOUR": 3600, "TIME_UNIT_DAY": 86400}
+
+
+def _counts_window(name: str, counts: object, now: datetime) -> Window | None:
+    """100 × remaining / limit (else (limit − used) / limit); None without a positive limit."""
+    limit = as_float(dig(counts, "limit"))
+    remaining = as_float(dig(counts, "remaining"))
+    used = as_float(dig(counts, "used"))
+    if remaining is None and used is not None and limit is not None:
+        remaining = limit - used
+    if limit is None or limit <= 0 or remaining is None:
+        return None
+    return Window(name, clamp_pct(100.0 * remaining / limit), parse_time(dig(counts, "resetTime"), now=now))
+
+
+def parse_usages(body: object, now: datetime) -> Reading:
+    weekly = _counts_window(WEEKLY, dig(body, "usage"), now)
+    windows = [weekly] if weekly else []
+    problems = [] if weekly else ["no weekly usage limit/remaining"]
+    for limit in as_dicts(dig(body, "limits")):
+        duration = as_float(dig(limit, "window", "duration"))
+        unit_s = UNIT_S.get(as_str(dig(limit, "window", "timeUnit")) or "")
+        window = None
+        if duration is not None and unit_s is not None:
+            window = _counts_window(window_name_for_seconds(duration * unit_s), limit.get("detail"), now)
+        if window is None:
+            problems.append("a limits[] entry without a known window length or counts")
+        else:
+            windows.append(window)
+    if problems:
+        return Reading(now, tuple(windows), "poll", verifiable=False, note="; ".join(problems))
+    return Reading(now, tuple(windows), "poll")
+
+
+class KimiCodingAdapter(BaseAdapter):
+    kind = "kimi-coding"
+    provider = "kimi-coding"
+    auth_type = "apikey"
+    default_base_url = "https://api.kimi.com"
+    supports_poll = True
+
+    def poll(self, upstream: Upstream, connection: ConnectionRef, now: datetime) -> Reading:
+        headers = {"Authorization": f"Bearer {connection.credential}", "Accept": "application/json"}
+        return parse_usages(upstream.json("GET", USAGE_PATH, headers=headers), now)
+
+    def classify_failure(
+        self, status: int, headers: Mapping[str, str], body: object, now: datetime
+    ) -> Failure:
+        error_type, _, message = error_fields(decode_body(body))
+        lowered = message.lower()
+        if error_type == "access_terminated_error" or (status == 403 and "weekly" in lowered):
+            return Failure("quota_exhausted", window=WEEKLY, detail=message or error_type)
+        if status == 403 and "usage limit" in lowered:
+            # "…for this billing cycle…": which window and when it refills are not said.
+            return Failure("quota_exhausted", detail=message)
+        return classify_by_status(status, headers, now, detail=message or error_type)
+
+    def wants_usage_recheck(self, status: int, failure: Failure) -> bool:
+        return status == 403 and failure.classification == "quota_exhausted"
+
+    def refine_failure(self, failure: Failure, reading: Reading) -> Failure:
+        """A spent window names the exhaustion; if the weekly quota visibly remains, the 403 was the
+        5-hour window: bench only until its reset (OmniRoute's rule)."""
+        if not reading.verifiable or failure.classification != "quota_exhausted":
+            return failure
+        if any(w.remaining_pct <= 0 for w in reading.windows):
+            return refine_with_reading(failure, reading)
+        weekly = next((w for w in reading.windows if w.name == WEEKLY), None)
+        short = min(
+            (w for w in reading.windows if w.name != WEEKLY), key=lambda w: w.remaining_pct, default=None
+        )
+        if weekly is not None and weekly.remaining_pct > 0 and short is not None:
+            detail = f"{failure.detail}; weekly quota remains, benched until the {short.name} reset"
+            return replace(failure, window=short.name, reset_at=short.reset_at, detail=detail)
+        return refine_with_reading(failure, reading)

@@ -1,0 +1,157 @@
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+
+from ladder.domain.types import Reading, Window
+from ladder.providers import classify_with_recheck
+from ladder.providers.kimi import KimiCodingAdapter
+from tests.providers.conftest import NOW, FakeUpstream, Route, connection_for, load_fixture
+
+FIXTURE = load_fixture("kimi-coding")
+USAGE = "/coding/v1/usages"
+WEEK_RESET = datetime(2026, 9, 5, 9, 0, 0, 716839, tzinfo=UTC)
+FIVE_H_RESET = datetime(2026, 9, 1, 14, 0, 0, 717479, tzinfo=UTC)
+adapter = KimiCodingAdapter()
+
+
+def usages_body() -> dict[str, Any]:
+    return copy.deepcopy(FIXTURE["calls"]["usages"]["response"]["body"])
+
+
+def fetch_body(upstream: FakeUpstream, client: httpx.Client, body: object) -> Reading:
+    upstream.serve("GET", USAGE, Route(body=body))
+    return adapter.fetch(connection_for(upstream, "kimi-coding"), client, NOW)
+
+
+def test_it_reads_the_weekly_and_five_hour_windows_from_strings(
+    upstream: FakeUpstream, client: httpx.Client
+) -> None:
+    upstream.replay(FIXTURE)
+
+    reading = adapter.fetch(connection_for(upstream, "kimi-coding"), client, NOW)
+
+    assert reading.verifiable
+    assert reading.windows == (Window("7d", 100 * 1834 / 2048, WEEK_RESET), Window("5h", 30.5, FIVE_H_RESET))
+
+
+def test_it_computes_remaining_from_used_when_remaining_is_absent(
+    upstream: FakeUpstream, client: httpx.Client
+) -> None:
+    body = usages_body()
+    del body["usage"]["remaining"]
+
+    assert fetch_body(upstream, client, body).windows[0].remaining_pct == 100 * 1834 / 2048
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda b: b.pop("usage"),
+        lambda b: b["usage"].update(limit="unlimited"),
+        lambda b: b["limits"][0]["window"].update(timeUnit="TIME_UNIT_FORTNIGHT"),
+        lambda b: b["limits"][0].pop("detail"),
+    ],
+)
+def test_it_gives_an_unverifiable_reading_for_missing_or_renamed_fields(
+    upstream: FakeUpstream, client: httpx.Client, mutate: Any
+) -> None:
+    body = usages_body()
+    mutate(body)
+
+    reading = fetch_body(upstream, client, body)
+
+    assert not reading.verifiable
+    assert reading.note
+
+
+def test_it_benches_a_weekly_403_only_until_the_five_hour_reset_when_weekly_quota_remains(
+    upstream: FakeUpstream, client: httpx.Client
+) -> None:
+    upstream.replay(FIXTURE)
+    case = FIXTURE["errors"]["weekly_exhausted"]
+
+    failure, reading = classify_with_recheck(
+        adapter,
+        connection_for(upstream, "kimi-coding"),
+        client,
+        status=403,
+        headers=case["headers"],
+        body=case["body"],
+        now=NOW,
+    )
+
+    assert reading is not None
+    assert (failure.classification, failure.window, failure.reset_at) == (
+        "quota_exhausted",
+        "5h",
+        FIVE_H_RESET,
+    )
+
+
+def test_it_keeps_a_weekly_403_weekly_when_the_reread_shows_it_spent(
+    upstream: FakeUpstream, client: httpx.Client
+) -> None:
+    body = usages_body()
+    body["usage"].update(used="2048", remaining="0")
+    upstream.serve("GET", USAGE, Route(body=body))
+    case = FIXTURE["errors"]["weekly_exhausted"]
+
+    failure, _ = classify_with_recheck(
+        adapter,
+        connection_for(upstream, "kimi-coding"),
+        client,
+        status=403,
+        headers=case["headers"],
+        body=case["body"],
+        now=NOW,
+    )
+
+    assert (failure.classification, failure.window, failure.reset_at) == ("quota_exhausted", "7d", WEEK_RESET)
+
+
+def test_it_leaves_a_billing_cycle_403_without_a_reset_when_usage_cannot_be_read(
+    upstream: FakeUpstream, client: httpx.Client
+) -> None:
+    upstream.serve("GET", USAGE, Route(status=503))
+    case = FIXTURE["errors"]["cycle_exhausted_anthropic_shape"]
+
+    failure, reading = classify_with_recheck(
+        adapter,
+        connection_for(upstream, "kimi-coding"),
+        client,
+        status=403,
+        headers=case["headers"],
+        body=case["body"],
+        now=NOW,
+    )
+
+    assert reading is None
+    assert (failure.classification, failure.reset_at) == ("quota_exhausted", None)
+
+
+def test_it_does_not_reread_for_a_transient_429(upstream: FakeUpstream, client: httpx.Client) -> None:
+    case = FIXTURE["errors"]["transient_rate_limit"]
+
+    failure, reading = classify_with_recheck(
+        adapter,
+        connection_for(upstream, "kimi-coding"),
+        client,
+        status=429,
+        headers=case["headers"],
+        body=case["body"],
+        now=NOW,
+    )
+
+    assert (failure.classification, reading) == ("rate_limited", None)
+    assert upstream.requests == []
+
+
+def test_it_classifies_a_403_without_a_usage_message_as_an_auth_failure() -> None:
+    failure = adapter.classify_failure(403, {}, {"error": {"type": "invalid_authentication_error"}}, NOW)
+
+    assert failure.classification == "auth_failed"
