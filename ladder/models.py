@@ -21,6 +21,7 @@ from ladder.domain.types import (
     BUDGET_PERIODS,
     BUDGET_RUNGS,
     CATEGORIES,
+    FAILURE_CLASSES,
     OVERAGES,
     SOURCES,
     LadderConfig,
@@ -144,6 +145,12 @@ class Connection(models.Model):
     claimed_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Non-secret per-account values some quota endpoints need (Codex account_id, Kiro profile_arn,
+    # Gemini project): a JSON object of strings.
+    provider_params = models.JSONField(default=dict, blank=True)
+    last_polled_at = models.DateTimeField(null=True, blank=True)
+    poll_backoff_level = models.PositiveSmallIntegerField(default=0)
+    last_poll_error = models.TextField(blank=True, default="")
     # Last on purpose: from here on, `models` in this class body is this field, not django.db.models.
     models = models.JSONField(
         null=True,
@@ -441,3 +448,58 @@ class StateVersion(models.Model):
 
     def __str__(self) -> str:
         return f"state version {self.value}"
+
+
+FAILURE_CLASS_CHOICES = [(value, value) for value in FAILURE_CLASSES]
+
+
+class FailureEvent(models.Model):
+    """An upstream failure reported by the gateway (or met by a poll), as classified by its adapter."""
+
+    connection = models.ForeignKey(Connection, on_delete=models.CASCADE, related_name="failures")
+    status = models.PositiveSmallIntegerField()
+    classification = models.CharField(max_length=32, choices=FAILURE_CLASS_CHOICES)
+    model = models.CharField(max_length=200, blank=True, default="")
+    window = models.CharField(max_length=64, blank=True, default="")
+    reset_at = models.DateTimeField(null=True, blank=True)
+    cooldown_until = models.DateTimeField(null=True, blank=True)
+    retry_after_s = models.FloatField(null=True, blank=True)
+    detail = models.TextField(blank=True, default="")
+    source = models.CharField(max_length=16, default="gateway")  # "gateway" report or "poll"
+    observed_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes: ClassVar[list[models.Index]] = [
+            models.Index(fields=["connection", "-observed_at"], name="failure_conn_observed_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.connection_id} {self.status} {self.classification}"
+
+
+class GatewayToken(models.Model):
+    """A bearer token of the gateway API. Only its SHA-256 is stored; the value is shown once."""
+
+    name = models.CharField(max_length=100, unique=True)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    # The first characters of the token, so operators can tell tokens apart without the secret.
+    prefix = models.CharField(max_length=16, editable=False)
+    scope_resolve = models.BooleanField(default=True)
+    scope_report = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+
+class Heartbeat(models.Model):
+    """When a periodic process last ran (e.g. "beat": the refresh fan-out), for /readyz."""
+
+    name = models.CharField(max_length=32, primary_key=True)
+    last_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.name} at {self.last_at}"
