@@ -35,7 +35,6 @@ from ladder.domain.windows import (
     applicable_windows,
     blocks_as_evidence,
     is_exhausted,
-    is_fresh,
     is_too_old,
     is_usable,
     reset_passed,
@@ -137,6 +136,9 @@ def judge_pair(
     rung = rung_for(verdict.billing, model_entry, config)
     reading = connection.reading
     windows = applicable_windows(reading, model) if reading is not None else ()
+    # L5, computed once per pair: an old reading, or one of a period that has ended, is not fresh.
+    too_old = reading is not None and is_too_old(reading, now, config)
+    period_ended = any(reset_passed(w, now) for w in windows)
     cooling = connection.cooldown_until is not None and connection.cooldown_until > now
     reason: str | None = None
     detail = ""
@@ -171,18 +173,13 @@ def judge_pair(
             if reason == Reason.BUDGET_EXHAUSTED:
                 retry_at = budgets[rung].period_ends_at
     elif rung in PLAN_READING_RUNGS and reading is not None and reading.verifiable:
-        fresh = is_fresh(reading, windows, now, config)
+        fresh = not too_old and not period_ended
         evidence = [w for w in windows if blocks_as_evidence(w, fresh, now, config)]
         if evidence:
             reason, detail, retry_at = _blocked(evidence, config)
 
     refresh = (
-        wants_reading
-        and connection.enabled
-        and not cooling
-        and (
-            reading is None or is_too_old(reading, now, config) or any(reset_passed(w, now) for w in windows)
-        )
+        wants_reading and connection.enabled and not cooling and (reading is None or too_old or period_ended)
     )
     if retry_at is not None and retry_at <= now:
         retry_at = None
