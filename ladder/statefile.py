@@ -31,6 +31,8 @@ from ladder.domain.types import (
     Window,
 )
 
+# What an adapter can observe of overage: switched on, or seen off. "unknown" is no observation (null).
+OBSERVED_OVERAGES = ("meters-to-paid", "hard-stop")
 CONNECTION_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 T = TypeVar("T")
 
@@ -230,7 +232,7 @@ def parse_reading(value: Any, path: str) -> Reading | None:
         fetched_at=obj.need("fetched_at", parse_time),
         source=obj.get("source", _choice(SOURCES, False), "poll"),
         verifiable=obj.get("verifiable", parse_bool, True),
-        observed_overage=obj.get("observed_overage", _choice(OVERAGES, True), None),
+        observed_overage=obj.get("observed_overage", _choice(OBSERVED_OVERAGES, True), None),
         windows=tuple(obj.get("windows", _list(parse_window), [])),
     )
 
@@ -360,7 +362,7 @@ def _fast_reading(value: Any, cache: dict[str, datetime]) -> Reading | None:
     windows = value.get("windows", [])
     if source not in SOURCES or type(verifiable) is not bool or type(windows) is not list:
         raise _Slow
-    if observed is not None and observed not in OVERAGES:
+    if observed is not None and observed not in OBSERVED_OVERAGES:
         raise _Slow
     return Reading(
         fetched_at=_fast_time(value.get("fetched_at"), cache),

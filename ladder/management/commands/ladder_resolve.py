@@ -14,6 +14,11 @@ from ladder.domain import AutoIdError, resolution_to_dict, resolve
 from ladder.statefile import StateError, load_json_text, parse_state, parse_time, state_to_dict
 
 
+def one_line(message: str) -> str:
+    """stderr carries one line: control characters of a hostile value are escaped."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
+
+
 class Command(BaseCommand):
     help = "Resolve an auto id against a state file (or export the live state with --export)."
     requires_system_checks: list[str] = []
@@ -37,9 +42,10 @@ class Command(BaseCommand):
         try:
             document = self._resolve(options)
         except StateError as exc:
-            raise CommandError(str(exc), returncode=2) from None
+            raise CommandError(one_line(str(exc)), returncode=2) from None
         except AutoIdError as exc:
-            raise CommandError(f"request.model: {exc}", returncode=2) from None
+            field = "--model" if options["model"] is not None else "request.model"
+            raise CommandError(one_line(f"{field}: {exc}"), returncode=2) from None
         self._print(document, options["indent"])
 
     def _resolve(self, options: dict[str, Any]) -> dict[str, Any]:
@@ -53,10 +59,10 @@ class Command(BaseCommand):
         except OSError as exc:
             raise StateError("", f"cannot read {path}: {exc.strerror}") from None
         state = parse_state(load_json_text(text))
-        now = parse_time(options["now"], "--now") if options["now"] else state.now
+        now = parse_time(options["now"], "--now") if options["now"] is not None else state.now
         if now is None:
             raise StateError("now", "is required (or pass --now)")
-        model = options["model"] or state.model
+        model = options["model"] if options["model"] is not None else state.model
         if model is None:
             raise StateError("request.model", "is required (or pass --model)")
         resolution = resolve(state.snapshot, model, state.candidates, now)
@@ -65,7 +71,10 @@ class Command(BaseCommand):
     def _export(self, options: dict[str, Any]) -> dict[str, Any]:
         from ladder.selectors import snapshot_load
 
-        now = parse_time(options["now"], "--now") if options["now"] else datetime.now(UTC)
+        try:
+            now = parse_time(options["now"], "--now") if options["now"] is not None else datetime.now(UTC)
+        except StateError as exc:
+            raise CommandError(one_line(str(exc)), returncode=2) from None
         return state_to_dict(snapshot_load(now=now), now)
 
     def _print(self, document: dict[str, Any], indent: int | None) -> None:

@@ -1,0 +1,670 @@
+"""Properties of the resolver over random states, checked against an oracle written from the rules.
+
+HYPOTHESIS_PROFILE=nightly runs 10 000 examples per property; the default is 300.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from fnmatch import fnmatchcase
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ladder.domain import (
+    Candidate,
+    CatalogEntry,
+    Connection,
+    LadderConfig,
+    ModelEntry,
+    Reading,
+    Resolution,
+    Snapshot,
+    Window,
+    parse_auto_id,
+    period_bounds,
+    resolution_to_dict,
+    resolve,
+)
+from ladder.domain.types import CATEGORIES
+from tests.domain.builders import NOW
+
+settings.register_profile(
+    "default", max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "nightly", max_examples=10_000, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+PROFILE = settings.get_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+PROVIDERS = ("p0", "p1", "p2")
+MODEL_IDS = ("m0", "m1", "Opus-X", "z:free")
+CONNECTION_IDS = tuple(f"c{i}" for i in range(6))
+# Plain ids weigh more: a category with no model in the catalog only ever says no_candidates.
+AUTO_IDS = ["auto/subscription", "auto/thrifty"] * 6 + [
+    f"auto/{c}:{t}" for c in CATEGORIES for t in ("subscription", "thrifty")
+]
+OFFSETS_S = (None, None, -86400, -60, 0, 60, 3600, 3600, 86400, 86400)
+
+
+def _moment(offset: int | None) -> datetime | None:
+    return None if offset is None else NOW + timedelta(seconds=offset)
+
+
+# --- strategies --------------------------------------------------------------------------------------------
+
+windows = st.builds(
+    Window,
+    name=st.sampled_from(["5h", "7d", "7d-opus"]),
+    remaining_pct=st.sampled_from([0.0, 1.0, 2.0, 2.5, 3.0, 4.0, 5.0, 5.5, 10.0, 10.5, 20.0, 50.0, 100.0]),
+    reset_at=st.sampled_from(OFFSETS_S).map(_moment),
+    scope_models=st.sampled_from([(), (), (), (), ("*opus*",), ("M0",), ("*:FREE",), ("m1", "*opus*")]),
+    latched=st.booleans(),
+)
+
+readings = st.builds(
+    Reading,
+    fetched_at=st.sampled_from([-400, -30, 0, 1, 1, 1, 60, 60, 179, 180, 181, 1200]).map(
+        lambda age: NOW - timedelta(seconds=age)
+    ),
+    windows=st.lists(windows, min_size=1, max_size=3).map(tuple) | st.just(()),
+    verifiable=st.sampled_from([True, True, True, False]),
+    observed_overage=st.sampled_from([None, None, None, None, "meters-to-paid", "hard-stop"]),
+)
+
+
+@st.composite
+def connections(draw: st.DrawFn) -> tuple[Connection, ...]:
+    ids = draw(st.lists(st.sampled_from(CONNECTION_IDS), unique=True, min_size=1, max_size=5))
+    return tuple(
+        Connection(
+            id=cid,
+            provider=draw(st.sampled_from(PROVIDERS + ("p0", "p1"))),
+            auth_type=draw(st.sampled_from([None, "oauth", "oauth", " OAuth", "APIKEY", "cookie", ""])),
+            keyless=draw(st.sampled_from([False, False, False, True])),
+            enabled=draw(st.sampled_from([True] * 7 + [False])),
+            cooldown_until=draw(st.sampled_from([None] * 12 + [-60, 0, 90, 7200]).map(_moment)),
+            overage_override=draw(st.sampled_from([None] * 5 + ["hard-stop", "meters-to-paid", "unknown"])),
+            models=draw(st.one_of(st.none(), st.lists(st.sampled_from(MODEL_IDS), unique=True).map(tuple))),
+            reading=draw(st.none() | readings | readings),
+        )
+        for cid in ids
+    )
+
+
+# Mostly a curated base, so that deep paths (verified plans, evidence) are reached often.
+BASE_CATALOG = (
+    CatalogEntry("p0", None, "subscription", "hard-stop"),
+    CatalogEntry("p1", "oauth", "subscription", "hard-stop"),
+    CatalogEntry("p1", "apikey", "metered", "meters-to-paid"),
+)
+
+
+@st.composite
+def catalogs(draw: st.DrawFn) -> tuple[CatalogEntry, ...]:
+    # catalog auth types arrive normalised (the state file and the admin normalise them)
+    base = draw(st.sampled_from([(), BASE_CATALOG, BASE_CATALOG, BASE_CATALOG]))
+    taken = {(e.provider, e.auth_type) for e in base}
+    keys = draw(
+        st.lists(
+            st.tuples(st.sampled_from(PROVIDERS), st.sampled_from([None, "oauth", "apikey"])), unique=True
+        )
+    )
+    keys = [k for k in keys if k not in taken]
+    return base + tuple(
+        CatalogEntry(
+            provider,
+            auth,
+            draw(st.sampled_from(["subscription", "subscription", "metered", "unknown"])),
+            draw(st.sampled_from(["hard-stop", "hard-stop", "meters-to-paid", "unknown"])),
+        )
+        for provider, auth in keys
+    )
+
+
+@st.composite
+def model_catalogs(draw: st.DrawFn) -> tuple[ModelEntry, ...]:
+    keys = draw(
+        st.lists(
+            st.tuples(st.sampled_from(PROVIDERS), st.sampled_from(MODEL_IDS)),
+            unique=True,
+            min_size=1,
+            max_size=6,
+        )
+    )
+    return tuple(
+        ModelEntry(
+            provider,
+            model,
+            input_usd_per_mtok=draw(st.sampled_from([None, 0.0, 0.1, 0.2, 0.5, 1.0, 3.0])),
+            free=draw(st.sampled_from([False, False, True])),
+            categories=tuple(draw(st.lists(st.sampled_from(["coding", "chat", "vision"]), unique=True))),
+        )
+        for provider, model in keys
+    )
+
+
+configs = st.builds(
+    LadderConfig,
+    exit_cutoff_pct=st.sampled_from([0.0, 2.0, 5.0, 10.0]),
+    reentry_min_remaining_pct=st.sampled_from([0.0, 3.0, 5.0, 20.0]),
+    max_reading_age_s=st.sampled_from([60.0, 180.0]),
+    rung_budget_usd=st.dictionaries(st.sampled_from(["cheap", "premium"]), st.sampled_from([0.0, 1.0, 5.0])),
+    budget_period=st.sampled_from(["day", "month"]),
+    free_max_input_usd_per_mtok=st.sampled_from([0.0, 0.2]),
+    cheap_max_input_usd_per_mtok=st.sampled_from([1.0, 0.5]),
+)
+
+
+def candidate_lists(
+    ids: Sequence[str], models: Sequence[ModelEntry]
+) -> st.SearchStrategy[list[Candidate] | None]:
+    """Gateway candidates over the state's own connections (plus an unknown one) and mostly catalog models."""
+    known = tuple(ids) or ("ghost",)
+    some_id = st.sampled_from(known + known + ("ghost",))
+    pairs = [(m.provider, m.model) for m in models] or [("p0", "m0")]
+    where = st.sampled_from(pairs + pairs + [("px", "unlisted"), ("p0", "unlisted")])
+    logical = st.builds(
+        lambda pm, allowed: Candidate(pm[0], pm[1], None, tuple(allowed)),
+        where,
+        st.lists(some_id, min_size=1, max_size=6) | st.just([]),
+    )
+    concrete = st.builds(
+        lambda pm, cid, extra: Candidate(pm[0], pm[1], cid, tuple(extra)),
+        where,
+        some_id,
+        st.lists(some_id, max_size=2),
+    )
+    listed = st.lists(
+        logical | logical | concrete,
+        min_size=1,
+        max_size=5,
+        unique_by=lambda c: (c.provider, c.model, c.connection_id),
+    )
+    kinds: dict[str, st.SearchStrategy[list[Candidate] | None]] = {"none": st.none(), "empty": st.just([])}
+    return st.sampled_from(["none", "empty"] + ["listed"] * 8).flatmap(lambda kind: kinds.get(kind, listed))
+
+
+@dataclass(frozen=True)
+class Case:
+    snapshot: Snapshot
+    model: str
+    candidates: list[Candidate] | None
+
+    def snapshot_copy(self) -> Snapshot:
+        s = self.snapshot
+        return Snapshot(s.config, s.billing_catalog, s.models, s.connections, dict(s.spend_usd))
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> Case:
+    catalog = draw(model_catalogs())
+    conns = draw(connections())
+    snapshot = Snapshot(
+        config=draw(configs),
+        billing_catalog=draw(catalogs()),
+        models=catalog,
+        connections=conns,
+        spend_usd=draw(
+            st.dictionaries(st.sampled_from(["cheap", "premium"]), st.sampled_from([0.0, 1.0, 5.0, 9.0]))
+        ),
+    )
+    candidates = draw(candidate_lists([c.id for c in conns], catalog))
+    return Case(snapshot, draw(st.sampled_from(AUTO_IDS)), candidates)
+
+
+def rarely(value: Any, usual: Any) -> st.SearchStrategy[Any]:
+    """`usual` nine times in ten, else `value`."""
+    return st.sampled_from([usual] * 9 + [value])
+
+
+plan_windows = st.builds(
+    Window,
+    name=st.sampled_from(["5h", "7d", "7d-opus"]),
+    remaining_pct=st.sampled_from([0.0, 1.0, 2.0, 2.5, 3.0, 4.0, 5.0, 5.5, 10.0, 10.5, 20.0, 50.0, 100.0]),
+    reset_at=st.sampled_from([None, None, -60, 0, 60, 60, 3600, 3600, 86400, 86400]).map(_moment),
+    scope_models=st.sampled_from([(), (), (), ("*opus*",), ("M0",)]),
+    latched=st.booleans(),
+)
+
+plan_readings = st.builds(
+    Reading,
+    fetched_at=st.sampled_from([-30, 0, 1, 30, 59, 60, 61, 179, 180, 181, 1200]).map(
+        lambda age: NOW - timedelta(seconds=age)
+    ),
+    windows=st.lists(plan_windows, min_size=1, max_size=3).map(tuple),
+    verifiable=rarely(False, True),
+    observed_overage=st.sampled_from([None] * 8 + ["meters-to-paid", "hard-stop"]),
+)
+
+
+@st.composite
+def plan_cases(draw: st.DrawFn) -> Case:
+    """Mostly curated plan connections with live readings: the quota rules (L5, L6, L9, L10) get exercised."""
+    ids = draw(st.lists(st.sampled_from(CONNECTION_IDS), unique=True, min_size=1, max_size=4))
+    conns = tuple(
+        Connection(
+            id=cid,
+            provider=draw(st.sampled_from(["p0", "p0", "p0", "p1"])),
+            auth_type=draw(rarely("apikey", "oauth")),
+            keyless=draw(rarely(True, False)),
+            enabled=draw(rarely(False, True)),
+            cooldown_until=draw(st.sampled_from([None] * 9 + [90]).map(_moment)),
+            overage_override=draw(rarely("meters-to-paid", None)),
+            reading=None if draw(rarely(True, False)) else draw(plan_readings),
+        )
+        for cid in ids
+    )
+    models = (
+        ModelEntry("p0", "m0", 3.0, categories=("coding",)),
+        ModelEntry("p0", "Opus-X", 15.0, categories=("coding",)),
+        ModelEntry("p1", "m1", 0.0, free=True),
+        ModelEntry("p1", "m0", 0.5),
+    )
+    snapshot = Snapshot(
+        config=draw(configs),
+        billing_catalog=BASE_CATALOG,
+        models=models,
+        connections=conns,
+        spend_usd={},
+    )
+    candidates = draw(candidate_lists(ids, models))
+    return Case(
+        snapshot,
+        draw(st.sampled_from(["auto/subscription", "auto/thrifty", "auto/coding:thrifty"])),
+        candidates,
+    )
+
+
+# --- the oracle: the rules of DESIGN L1–L14 and STATE.md, written out plainly ------------------------------
+
+
+def norm(auth: str | None) -> str | None:
+    return None if auth is None else (auth.strip().lower() or None)
+
+
+def billing_of(c: Connection, catalog: Sequence[CatalogEntry]) -> tuple[str, str, bool]:
+    if c.keyless:
+        return "keyless", "hard-stop", True
+    rows = {(e.provider, norm(e.auth_type)): e for e in catalog}
+    row = rows.get((c.provider, norm(c.auth_type))) if norm(c.auth_type) is not None else None
+    row = row or rows.get((c.provider, None))
+    if c.reading is not None and c.reading.observed_overage == "meters-to-paid":
+        overage = "meters-to-paid"
+    elif c.overage_override is not None:
+        overage = c.overage_override
+    elif row is not None:
+        overage = row.overage
+    else:
+        overage = "unknown"
+    return (row.billing if row else "unknown"), overage, row is not None
+
+
+def rung_of(billing: str, entry: ModelEntry | None, cfg: LadderConfig) -> int:
+    if billing == "subscription":
+        return 0
+    if billing == "keyless":
+        return 1
+    if entry is not None and entry.free:
+        return 2
+    price = None if entry is None else entry.input_usd_per_mtok
+    if price is None:
+        return 4
+    if price <= cfg.free_max_input_usd_per_mtok:
+        return 2
+    return 3 if price <= cfg.cheap_max_input_usd_per_mtok else 4
+
+
+def applies(w: Window, model: str) -> bool:
+    return not w.scope_models or any(fnmatchcase(model.lower(), g.lower()) for g in w.scope_models)
+
+
+def usable(w: Window, cfg: LadderConfig) -> bool:
+    floor = max(cfg.reentry_min_remaining_pct, cfg.exit_cutoff_pct)
+    return w.remaining_pct > (floor if w.latched else cfg.exit_cutoff_pct)
+
+
+def exhausted(w: Window, cfg: LadderConfig) -> bool:
+    return w.remaining_pct <= cfg.exit_cutoff_pct
+
+
+def blocked(ws: list[Window], cfg: LadderConfig) -> tuple[str, datetime | None]:
+    reason = "quota_exhausted" if any(exhausted(w, cfg) for w in ws) else "below_reentry_floor"
+    resets = [w.reset_at for w in ws]
+    return reason, (None if None in resets else max(r for r in resets if r is not None))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    rung: int
+    reason: str | None
+    retry_at: datetime | None
+    refresh: bool
+
+
+def judge(
+    grouping: str, c: Connection, model: str, entry: ModelEntry | None, s: Snapshot, now: datetime
+) -> Verdict:
+    cfg = s.config
+    billing, overage, curated = billing_of(c, s.billing_catalog)
+    rung = rung_of(billing, entry, cfg)
+    r = c.reading
+    ws = [w for w in r.windows if applies(w, model)] if r is not None else []
+    cooling = c.cooldown_until is not None and c.cooldown_until > now
+    age = None if r is None else max(0.0, (now - r.fetched_at).total_seconds())
+    passed = [w for w in ws if w.reset_at is not None and w.reset_at <= now]
+    wants_refresh = r is None or (age is not None and age > cfg.max_reading_age_s) or bool(passed)
+    reason: str | None = None
+    retry_at: datetime | None = None
+    if grouping == "subscription":
+        billing_ok = not c.keyless and curated and billing == "subscription" and overage == "hard-stop"
+        refresh = rung == 0 and billing_ok and c.enabled and not cooling and wants_refresh
+        if not c.enabled:
+            reason = "disabled"
+        elif cooling:
+            reason, retry_at = "cooling_down", (c.cooldown_until if billing_ok else None)
+        elif c.keyless:
+            reason = "keyless_not_plan"
+        elif not curated:
+            reason = "uncurated_provider"
+        elif billing != "subscription":
+            reason = "not_plan_billing"
+        elif overage != "hard-stop":
+            reason = "overage_not_hard_stop"
+        elif r is None:
+            reason = "no_reading"
+        elif not r.verifiable or not ws:
+            reason = "reading_unverifiable"
+        elif passed:
+            reason = "window_reset_passed"
+        elif age is not None and age > cfg.max_reading_age_s:
+            reason = "reading_stale"
+        else:
+            blocking = [w for w in ws if not usable(w, cfg)]
+            if blocking:
+                reason, retry_at = blocked(blocking, cfg)
+        return Verdict(rung, reason, retry_at, refresh)
+    refresh = rung in (0, 2) and not c.keyless and c.enabled and not cooling and wants_refresh
+    name = {3: "cheap", 4: "premium"}.get(rung)
+    budget = None if name is None else cfg.rung_budget_usd.get(name)
+    rung_disabled = budget is not None and budget == 0
+    if not c.enabled:
+        reason = "disabled"
+    elif cooling:
+        reason, retry_at = "cooling_down", (None if rung_disabled else c.cooldown_until)
+    elif rung_disabled:
+        reason = "rung_disabled"
+    elif budget is not None and name is not None and s.spend_usd.get(name, 0.0) >= budget:
+        reason, retry_at = "budget_exhausted", period_bounds(now, cfg.budget_period)[1]
+    elif rung in (0, 2) and r is not None and r.verifiable:
+        fresh = age is not None and age <= cfg.max_reading_age_s and not passed
+        evidence = [
+            w for w in ws if not usable(w, cfg) and (fresh or (w.reset_at is not None and w.reset_at > now))
+        ]
+        if evidence:
+            reason, retry_at = blocked(evidence, cfg)
+    return Verdict(rung, reason, retry_at, refresh)
+
+
+def expand(case: Case) -> list[Candidate]:
+    s = case.snapshot
+    if case.candidates is not None:
+        return case.candidates
+    category = parse_auto_id(case.model).category
+    return [
+        Candidate(
+            m.provider,
+            m.model,
+            None,
+            tuple(
+                c.id
+                for c in s.connections
+                if c.provider == m.provider and (c.models is None or m.model in c.models)
+            ),
+        )
+        for m in s.models
+        if category is None or category in m.categories
+    ]
+
+
+def judged_ids(c: Candidate) -> list[str]:
+    ids = [c.connection_id] if c.connection_id is not None else list(c.allowed_connection_ids)
+    return list(dict.fromkeys(ids))
+
+
+def oracle(case: Case) -> dict[str, Any]:
+    s = case.snapshot
+    grouping = parse_auto_id(case.model).grouping
+    by_id = {c.id: c for c in s.connections}
+    models = {(m.provider, m.model): m for m in s.models}
+    placed: list[tuple[int, int, dict[str, Any]]] = []
+    excluded: list[list[Any]] = []
+    refresh: list[str] = []
+    retries: list[datetime] = []
+    judged = 0
+    for index, cand in enumerate(expand(case)):
+        survivors: dict[int, list[str]] = {}
+        for cid in judged_ids(cand):
+            judged += 1
+            conn = by_id.get(cid)
+            if conn is None:
+                excluded.append([cand.provider, cand.model, cid, None, "unknown_connection"])
+                continue
+            v = judge(grouping, conn, cand.model, models.get((cand.provider, cand.model)), s, NOW)
+            if v.refresh and cid not in refresh:
+                refresh.append(cid)
+            if v.reason is None:
+                survivors.setdefault(v.rung, []).append(cid)
+            else:
+                excluded.append([cand.provider, cand.model, cid, v.rung, v.reason])
+                if v.retry_at is not None and v.retry_at > NOW:
+                    retries.append(v.retry_at)
+        for rung, allowed in survivors.items():
+            entry = {"provider": cand.provider, "model": cand.model, "rung_index": rung}
+            entry |= {"connection_id": cand.connection_id, "allowed_connection_ids": allowed}
+            placed.append((rung, index, entry))
+    placed.sort(key=lambda item: (item[0], item[1]))
+    pool = [entry for _, _, entry in placed]
+    empty = None
+    if not pool:
+        code = (
+            "no_candidates"
+            if judged == 0
+            else ("no_verified_subscription_quota" if grouping == "subscription" else "all_rungs_exhausted")
+        )
+        empty = {"code": code, "retry_at": min(retries) if retries and judged else None}
+    return {"pool": pool, "excluded": excluded, "empty": empty, "refresh": refresh}
+
+
+def observed(resolution: Resolution) -> dict[str, Any]:
+    empty = resolution.empty
+    return {
+        "pool": [
+            {
+                "provider": e.provider,
+                "model": e.model,
+                "rung_index": int(e.rung),
+                "connection_id": e.connection_id,
+                "allowed_connection_ids": list(e.allowed_connection_ids),
+            }
+            for e in resolution.pool
+        ],
+        "excluded": [
+            [x.provider, x.model, x.connection_id, None if x.rung is None else int(x.rung), x.reason]
+            for x in resolution.excluded
+        ],
+        "empty": None if empty is None else {"code": empty.code, "retry_at": empty.retry_at},
+        "refresh": list(resolution.refresh),
+    }
+
+
+def resolve_case(case: Case) -> Resolution:
+    return resolve(case.snapshot_copy(), case.model, case.candidates, NOW)
+
+
+# --- properties --------------------------------------------------------------------------------------------
+
+
+@settings(PROFILE)
+@given(cases())
+def test_it_agrees_with_the_written_rules(case: Case) -> None:
+    assert observed(resolve_case(case)) == oracle(case)
+
+
+@settings(PROFILE)
+@given(plan_cases())
+def test_it_agrees_with_the_written_rules_on_plan_quota(case: Case) -> None:
+    assert observed(resolve_case(case)) == oracle(case)
+
+
+def holds_keeps_only_verified_hard_stop_plans_in_auto_subscription(
+    case: Case, resolution: Resolution
+) -> None:
+    if resolution.grouping != "subscription":
+        return
+    s = case.snapshot
+    by_id = {c.id: c for c in s.connections}
+    for entry in resolution.pool:
+        assert entry.allowed_connection_ids, "a candidate with no surviving connection is dropped"
+        for cid in entry.allowed_connection_ids:
+            c = by_id[cid]
+            billing, overage, curated = billing_of(c, s.billing_catalog)
+            assert int(entry.rung) == 0
+            assert (billing, overage, curated, c.keyless) == ("subscription", "hard-stop", True, False)
+            assert c.enabled
+            assert c.cooldown_until is None or c.cooldown_until <= NOW
+            r = c.reading
+            assert r is not None
+            assert r.verifiable
+            ws = [w for w in r.windows if applies(w, entry.model)]
+            assert ws, "a reading with no applicable window is unverified"
+            assert (NOW - r.fetched_at).total_seconds() <= s.config.max_reading_age_s
+            assert all(w.reset_at is None or w.reset_at > NOW for w in ws)
+            assert all(usable(w, s.config) for w in ws)
+
+
+def holds_rewrites_allowlists_to_an_ordered_subset_of_the_incoming_list(
+    case: Case, resolution: Resolution
+) -> None:
+    candidates = expand(case)
+    for entry in resolution.pool:
+        sources = [
+            c
+            for c in candidates
+            if (c.provider, c.model, c.connection_id) == (entry.provider, entry.model, entry.connection_id)
+        ]
+        assert sources
+        incoming = judged_ids(sources[0])
+        allowed = list(entry.allowed_connection_ids)
+        assert allowed
+        assert set(allowed) <= set(incoming)
+        assert allowed == [cid for cid in incoming if cid in allowed]
+        assert len(allowed) == len(set(allowed))
+        if entry.connection_id is not None:
+            assert allowed == [entry.connection_id]
+
+
+def holds_never_mixes_rungs_in_a_pool_entry(case: Case, resolution: Resolution) -> None:
+    s = case.snapshot
+    by_id = {c.id: c for c in s.connections}
+    models = {(m.provider, m.model): m for m in s.models}
+    for entry in resolution.pool:
+        rungs = {
+            rung_of(
+                billing_of(by_id[cid], s.billing_catalog)[0],
+                models.get((entry.provider, entry.model)),
+                s.config,
+            )
+            for cid in entry.allowed_connection_ids
+        }
+        assert rungs == {int(entry.rung)}
+
+
+def holds_orders_by_rung_and_keeps_incoming_order_within_a_rung(case: Case, resolution: Resolution) -> None:
+    candidates = expand(case)
+    index = {(c.provider, c.model, c.connection_id): i for i, c in reversed(list(enumerate(candidates)))}
+    keys = [(int(e.rung), index[(e.provider, e.model, e.connection_id)]) for e in resolution.pool]
+    assert keys == sorted(keys)
+    assert len(keys) == len(set(keys))
+    if resolution.grouping == "subscription":
+        assert {k[0] for k in keys} <= {0}
+
+
+def holds_places_every_pair_exactly_once_in_pool_or_excluded(case: Case, resolution: Resolution) -> None:
+    expected = Counter((c.provider, c.model, cid) for c in expand(case) for cid in judged_ids(c))
+    got = Counter((e.provider, e.model, cid) for e in resolution.pool for cid in e.allowed_connection_ids)
+    got.update((x.provider, x.model, x.connection_id) for x in resolution.excluded)
+    assert got == expected
+
+
+def holds_sets_empty_iff_the_pool_is_empty(case: Case, resolution: Resolution) -> None:
+    assert (resolution.empty is None) == bool(resolution.pool)
+    if resolution.empty is not None and resolution.empty.retry_at is not None:
+        assert resolution.empty.retry_at > NOW
+    grouping_reasons = (
+        {"unknown_connection", "disabled", "cooling_down", "rung_disabled", "budget_exhausted"}
+        | {"quota_exhausted", "below_reentry_floor"}
+        if resolution.grouping == "thrifty"
+        else {
+            "unknown_connection",
+            "disabled",
+            "cooling_down",
+            "keyless_not_plan",
+            "uncurated_provider",
+            "not_plan_billing",
+            "overage_not_hard_stop",
+            "no_reading",
+            "reading_unverifiable",
+            "window_reset_passed",
+            "reading_stale",
+            "quota_exhausted",
+            "below_reentry_floor",
+        }
+    )
+    assert {x.reason for x in resolution.excluded} <= grouping_reasons
+    assert all((x.rung is None) == (x.reason == "unknown_connection") for x in resolution.excluded)
+
+
+def holds_refreshes_only_live_non_keyless_connections_once_each(case: Case, resolution: Resolution) -> None:
+    by_id = {c.id: c for c in case.snapshot.connections}
+    assert len(resolution.refresh) == len(set(resolution.refresh))
+    for cid in resolution.refresh:
+        c = by_id[cid]
+        assert c.enabled
+        assert not c.keyless
+        assert c.cooldown_until is None or c.cooldown_until <= NOW
+
+
+def holds_renders_json_and_is_deterministic(case: Case, resolution: Resolution) -> None:
+    first = resolution_to_dict(resolution)
+    again = resolution_to_dict(resolve(case.snapshot, case.model, case.candidates, NOW))
+    third = resolution_to_dict(resolve(case.snapshot, case.model, case.candidates, NOW))
+    assert json.loads(json.dumps(first)) == first
+    assert first == again == third
+
+
+PROPERTIES = (
+    holds_keeps_only_verified_hard_stop_plans_in_auto_subscription,
+    holds_rewrites_allowlists_to_an_ordered_subset_of_the_incoming_list,
+    holds_never_mixes_rungs_in_a_pool_entry,
+    holds_orders_by_rung_and_keeps_incoming_order_within_a_rung,
+    holds_places_every_pair_exactly_once_in_pool_or_excluded,
+    holds_sets_empty_iff_the_pool_is_empty,
+    holds_refreshes_only_live_non_keyless_connections_once_each,
+    holds_renders_json_and_is_deterministic,
+)
+
+
+@settings(PROFILE)
+@given(cases())
+def test_it_holds_every_invariant_over_random_states(case: Case) -> None:
+    """One generated state feeds every invariant: a failure's traceback names the holds_… function."""
+    resolution = resolve_case(case)
+    for check in PROPERTIES:
+        check(case, resolution)
