@@ -1,0 +1,666 @@
+"""The fake upstream's behaviour without the HTTP plumbing: routing, scenarios, clock, counts."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
+
+from ladder.fakeupstream.fixtures import KindFixture, normalise_path
+from ladder.fakeupstream.rewriters import REWRITERS, UNSUPPORTED, Quota, Served, apply_exhaustion_extras
+from ladder.fakeupstream.timeshift import shift_times, whole_seconds
+
+CONTROL_PREFIX = "/_control"
+URL_SCHEME = (
+    "  {url}/<kind>/<upstream path>                 replay kind's fixture (shared state per kind)\n"
+    "  {url}/<kind>/@<connection>/<upstream path>   same, with state of its own for that connection\n"
+    "  {url}/_control/state | scenario | reset | clock   control API (see ladder.fakeupstream)"
+)
+FaultMode = Literal["malformed", "oversized", "reset_connection"]
+DEFAULT_OVERSIZED_MB = 16.0
+
+
+class ControlError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+# --- scenario state --------------------------------------------------------------------------
+
+
+@dataclass
+class Drain:
+    drain_s: float
+    reset_after_s: float
+    start_pct: float
+    end_pct: float
+    started_at: datetime
+    exhausted_error: str | None
+
+    def at(self, now: datetime) -> tuple[float, datetime]:
+        """Remaining % and the reset moment of the current cycle."""
+        cycle = self.drain_s + self.reset_after_s
+        elapsed = max(0.0, (now - self.started_at).total_seconds())
+        index = int(elapsed // cycle)
+        phase = elapsed - index * cycle
+        top = self.start_pct if index == 0 else 100.0
+        if phase < self.drain_s:
+            remaining = top - (top - self.end_pct) * phase / self.drain_s
+        else:
+            remaining = self.end_pct
+        return remaining, self.started_at + timedelta(seconds=(index + 1) * cycle)
+
+    def describe(self, now: datetime) -> dict[str, Any]:
+        remaining, reset_at = self.at(now)
+        return {
+            "scenario": "drain",
+            "drain_s": self.drain_s,
+            "reset_after_s": self.reset_after_s,
+            "start_pct": self.start_pct,
+            "end_pct": self.end_pct,
+            "started_at": self.started_at.isoformat(),
+            "exhausted_error": self.exhausted_error,
+            "remaining_pct": round(remaining, 4),
+            "reset_at": reset_at.isoformat(),
+        }
+
+
+@dataclass
+class Pinned:
+    remaining_pct: float
+    reset_at: datetime | None
+    exhausted_error: str | None
+
+    def at(self, now: datetime) -> tuple[float, datetime | None]:
+        return self.remaining_pct, self.reset_at
+
+    def describe(self, now: datetime) -> dict[str, Any]:
+        return {
+            "scenario": "set",
+            "remaining_pct": self.remaining_pct,
+            "reset_at": self.reset_at.isoformat() if self.reset_at else None,
+            "exhausted_error": self.exhausted_error,
+        }
+
+
+@dataclass
+class ErrorPlan:
+    case: str
+    remaining: int | None
+    call: str | None
+
+    def describe(self) -> dict[str, Any]:
+        return {"scenario": "error", "case": self.case, "times_left": self.remaining, "call": self.call}
+
+
+@dataclass
+class Fault:
+    mode: FaultMode
+    remaining: int | None
+    call: str | None
+    size_bytes: int = 0
+    chunked: bool = False
+
+    def describe(self) -> dict[str, Any]:
+        described: dict[str, Any] = {"scenario": self.mode, "times_left": self.remaining, "call": self.call}
+        if self.mode == "oversized":
+            described |= {"size_bytes": self.size_bytes, "chunked": self.chunked}
+        return described
+
+
+@dataclass
+class Variant:
+    name: str
+    call: str
+
+    def describe(self) -> dict[str, Any]:
+        return {"scenario": "variant", "variant": self.name, "call": self.call}
+
+
+@dataclass
+class Scope:
+    quota: Drain | Pinned | None = None
+    error: ErrorPlan | None = None
+    fault: Fault | None = None
+    delay_ms: float | None = None
+    variant: Variant | None = None
+
+    def describe(self, now: datetime) -> dict[str, Any]:
+        return {
+            "quota": self.quota.describe(now) if self.quota else None,
+            "error": self.error.describe() if self.error else None,
+            "fault": self.fault.describe() if self.fault else None,
+            "delay_ms": self.delay_ms,
+            "variant": self.variant.describe() if self.variant else None,
+        }
+
+
+ScopeKey = tuple[str | None, str | None]
+
+
+class Clock:
+    """Real UTC time, optionally frozen at a moment or moved by an offset."""
+
+    def __init__(self, frozen_at: datetime | None = None) -> None:
+        self._lock = threading.Lock()
+        self._initial = frozen_at
+        self._frozen_at = frozen_at
+        self._offset = timedelta()
+
+    def now(self) -> datetime:
+        with self._lock:
+            if self._frozen_at is not None:
+                return self._frozen_at
+            return datetime.now(UTC) + self._offset
+
+    def freeze(self, at: datetime) -> None:
+        with self._lock:
+            self._frozen_at = at
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            if self._frozen_at is not None:
+                self._frozen_at += timedelta(seconds=seconds)
+            else:
+                self._offset += timedelta(seconds=seconds)
+
+    def thaw(self) -> None:
+        with self._lock:
+            self._frozen_at = None
+            self._offset = timedelta()
+
+    def restore(self) -> None:
+        with self._lock:
+            self._frozen_at = self._initial
+            self._offset = timedelta()
+
+    def describe(self) -> dict[str, Any]:
+        with self._lock:
+            frozen, offset = self._frozen_at, self._offset
+        return {"frozen": frozen is not None, "offset_s": offset.total_seconds()}
+
+
+# --- replies ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    delay_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class StreamReply:
+    """A large body written in chunks; valid JSON of exactly ``size_bytes``."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    size_bytes: int
+    chunked: bool
+    delay_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class DropReply:
+    """Close the connection without answering."""
+
+    delay_s: float = 0.0
+
+
+AnyReply = Reply | StreamReply | DropReply
+
+
+def json_reply(status: int, payload: Any, *, delay_s: float = 0.0) -> Reply:
+    body = json.dumps(payload, ensure_ascii=False).encode()
+    return Reply(status, [("content-type", "application/json")], body, delay_s)
+
+
+@dataclass
+class _Resolved:
+    delay_ms: float
+    fault: Fault | None
+    error: ErrorPlan | None
+    quota: Drain | Pinned | None
+    variant: Variant | None
+    now: datetime
+
+
+# --- the app ---------------------------------------------------------------------------------
+
+
+@dataclass
+class FakeUpstreamApp:
+    fixtures: dict[str, KindFixture]
+    delay_ms: float = 0.0
+    freeze_at: datetime | None = None
+    clock: Clock = field(init=False)
+    _initial_delay_ms: float = field(init=False)
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _scopes: dict[ScopeKey, Scope] = field(init=False, default_factory=dict)
+    _counts: Counter[tuple[str, str | None, str | None]] = field(init=False, default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        self.clock = Clock(self.freeze_at)
+        self._initial_delay_ms = self.delay_ms
+
+    # --- upstream requests ---
+
+    def handle(self, method: str, target: str) -> AnyReply:
+        path = _path_of(target)
+        parts = path.split("/")
+        if len(parts) < 2 or not parts[1]:
+            return json_reply(200, self._index())
+        kind = unquote(parts[1])
+        fixture = self.fixtures.get(kind)
+        if fixture is None:
+            return json_reply(404, {"error": f"unknown kind {kind!r}", "kinds": sorted(self.fixtures)})
+        rest = parts[2:]
+        connection: str | None = None
+        if rest and rest[0].startswith("@"):
+            connection = unquote(rest[0][1:]) or None
+            rest = rest[1:]
+        route_path = normalise_path(unquote("/" + "/".join(rest)))
+        call, path_known = fixture.route(method, route_path)
+        call_name = call.name if call else None
+        resolved = self._resolve(kind, connection, call_name)
+        delay_s = resolved.delay_ms / 1000
+        tag = f"{kind}/{call_name or route_path}"
+
+        if resolved.fault is not None:
+            response = call.response if call else None
+            return self._fault_reply(resolved.fault, fixture, response, resolved, delay_s)
+        if resolved.error is not None:
+            error = fixture.error(resolved.error.case) or {}
+            served = self._shifted(fixture, error, resolved.now)
+            return _served_reply(served, f"{kind}/error:{resolved.error.case}", delay_s)
+
+        quota = self._quota(resolved)
+        rewriter = REWRITERS.get(kind)
+        if quota is not None and rewriter is not None:
+            exhausted_case = resolved.quota.exhausted_error if resolved.quota else None
+            is_poll = call_name is not None and call_name in rewriter.poll_calls
+            if quota.remaining_pct <= 0 and exhausted_case and not is_poll:
+                served = self._shifted(fixture, fixture.error(exhausted_case) or {}, resolved.now)
+                rewriter.rewrite(served, quota)
+                apply_exhaustion_extras(served, quota)
+                return _served_reply(served, f"{kind}/exhausted:{exhausted_case}", delay_s)
+
+        if call is None:
+            if path_known:
+                not_allowed = {"error": f"{method} not served on {route_path} for {kind}"}
+                return json_reply(405, not_allowed, delay_s=delay_s)
+            not_found = {"error": f"no fixture call for {route_path}", "calls": _routes(fixture)}
+            return json_reply(404, not_found, delay_s=delay_s)
+
+        raw = call.response
+        if resolved.variant is not None and resolved.variant.call == call.name:
+            raw = fixture.variants[resolved.variant.name]
+            tag = f"{kind}/{call.name}:variant:{resolved.variant.name}"
+        served = self._shifted(fixture, raw, resolved.now)
+        if quota is not None and rewriter is not None:
+            rewriter.rewrite(served, quota)
+        return _served_reply(served, tag, delay_s)
+
+    def _resolve(self, kind: str, connection: str | None, call_name: str | None) -> _Resolved:
+        keys: list[ScopeKey] = [(kind, connection), (kind, None), (None, None)]
+        with self._lock:
+            self._counts[(kind, connection, call_name)] += 1
+            scopes = [self._scopes[key] for key in dict.fromkeys(keys) if key in self._scopes]
+            delay_ms = next((s.delay_ms for s in scopes if s.delay_ms is not None), self.delay_ms)
+            fault = _take(scopes, "fault", call_name)
+            error = None if fault else _take(scopes, "error", call_name)
+            quota = next((s.quota for s in scopes if s.quota is not None), None)
+            variant = next((s.variant for s in scopes if s.variant is not None), None)
+        return _Resolved(delay_ms, fault, error, quota, variant, self.clock.now())
+
+    @staticmethod
+    def _quota(resolved: _Resolved) -> Quota | None:
+        if resolved.quota is None:
+            return None
+        remaining, reset_at = resolved.quota.at(resolved.now)
+        return Quota(remaining_pct=max(0.0, min(100.0, remaining)), reset_at=reset_at, now=resolved.now)
+
+    @staticmethod
+    def _shifted(fixture: KindFixture, response: dict[str, Any], now: datetime) -> Served:
+        delta = whole_seconds(now - fixture.fixture_time)
+        shifted = shift_times(response, delta, fixture.fixture_time)
+        headers = shifted.get("headers") or {}
+        return Served(
+            status=int(shifted.get("status") or 200),
+            headers={str(k): str(v) for k, v in headers.items()},
+            body=shifted.get("body"),
+        )
+
+    def _fault_reply(
+        self,
+        fault: Fault,
+        fixture: KindFixture,
+        response: dict[str, Any] | None,
+        resolved: _Resolved,
+        delay_s: float,
+    ) -> AnyReply:
+        if fault.mode == "reset_connection":
+            return DropReply(delay_s)
+        headers = [("content-type", "application/json"), ("x-fake-upstream", f"{fixture.kind}/{fault.mode}")]
+        if fault.mode == "oversized":
+            return StreamReply(200, headers, fault.size_bytes, fault.chunked, delay_s)
+        text = '{"fake_upstream": "malformed", "cut": [1, 2'
+        status = 200
+        if response is not None:
+            served = self._shifted(fixture, response, resolved.now)
+            status = served.status
+            if served.body is not None:
+                full = json.dumps(served.body, ensure_ascii=False)
+                text = full[: max(1, len(full) // 2)]
+        return Reply(status, headers, text.encode(), delay_s)
+
+    def _index(self) -> dict[str, Any]:
+        return {
+            "service": "ladder fake upstream",
+            "url_scheme": [
+                "/<kind>/<upstream path>",
+                "/<kind>/@<connection>/<upstream path>",
+                "/_control/state | scenario | reset | clock",
+            ],
+            "kinds": {kind: _routes(f) for kind, f in sorted(self.fixtures.items())},
+        }
+
+    # --- control API ---
+
+    def control(self, method: str, target: str, payload: Any) -> tuple[int, dict[str, Any]]:
+        action = _path_of(target)[len(CONTROL_PREFIX) :].strip("/")
+        handlers = {
+            ("GET", "state"): self._control_state,
+            ("POST", "scenario"): self._control_scenario,
+            ("POST", "reset"): self._control_reset,
+            ("POST", "clock"): self._control_clock,
+        }
+        handler = handlers.get((method.upper(), action))
+        if handler is None:
+            known = sorted(f"{m} {CONTROL_PREFIX}/{a}" for m, a in handlers)
+            status = 405 if any(a == action for _, a in handlers) else 404
+            return status, {"error": f"no control endpoint {method} {target}", "endpoints": known}
+        if payload is None:
+            payload = {}
+        if not isinstance(payload, dict):
+            return 400, {"error": "the control body must be a JSON object"}
+        try:
+            return 200, handler(payload)
+        except ControlError as exc:
+            return exc.status, {"error": exc.message}
+
+    def state(self) -> dict[str, Any]:
+        return self._control_state({})
+
+    def _control_state(self, payload: dict[str, Any]) -> dict[str, Any]:
+        now = self.clock.now()
+        with self._lock:
+            scenarios = [
+                {"kind": kind, "connection": connection, **scope.describe(now)}
+                for (kind, connection), scope in self._scopes.items()
+            ]
+            rows = sorted(self._counts.items(), key=lambda i: repr(i[0]))
+            delay_ms = self.delay_ms
+        counts = [
+            {"kind": kind, "connection": connection, "call": call, "count": n}
+            for (kind, connection, call), n in rows
+        ]
+        totals: Counter[str] = Counter()
+        for (kind, _connection, _call), n in rows:
+            totals[kind] += n
+        kinds = {
+            kind: {
+                "calls": _routes(fixture),
+                "errors": sorted(fixture.errors),
+                "variants": sorted(fixture.variants),
+                "rewritable": kind in REWRITERS,
+                "not_rewritable_because": UNSUPPORTED.get(kind),
+                "fixture_time_utc": fixture.fixture_time.isoformat(),
+            }
+            for kind, fixture in sorted(self.fixtures.items())
+        }
+        return {
+            "now": now.isoformat(),
+            "clock": self.clock.describe(),
+            "delay_ms": delay_ms,
+            "kinds": kinds,
+            "scenarios": scenarios,
+            "counts": counts,
+            "totals": dict(totals),
+        }
+
+    def _control_reset(self, payload: dict[str, Any]) -> dict[str, Any]:
+        kind = _opt_str(payload, "kind")
+        connection = _opt_str(payload, "connection")
+        with self._lock:
+            if kind is None:
+                self._scopes.clear()
+                self._counts.clear()
+                self.delay_ms = self._initial_delay_ms
+            else:
+                for key in [k for k in self._scopes if _in_scope(k, kind, connection)]:
+                    del self._scopes[key]
+                for ckey in [k for k in self._counts if _in_scope(k, kind, connection)]:
+                    del self._counts[ckey]
+        if kind is None:
+            self.clock.restore()
+        return {"ok": True}
+
+    def _control_clock(self, payload: dict[str, Any]) -> dict[str, Any]:
+        if payload.get("real"):
+            self.clock.thaw()
+        if payload.get("now") is not None:
+            self.clock.freeze(_moment(payload, "now"))
+        if payload.get("advance_s") is not None:
+            self.clock.advance(_number(payload, "advance_s"))
+        return {"ok": True, "now": self.clock.now().isoformat(), **self.clock.describe()}
+
+    def _control_scenario(self, payload: dict[str, Any]) -> dict[str, Any]:
+        kind = _opt_str(payload, "kind")
+        connection = _opt_str(payload, "connection")
+        scenario = _opt_str(payload, "scenario") or "static"
+        fixture = None
+        if kind is not None:
+            fixture = self.fixtures.get(kind)
+            if fixture is None:
+                raise ControlError(404, f"unknown kind {kind!r}; kinds: {', '.join(sorted(self.fixtures))}")
+        elif connection is not None:
+            raise ControlError(400, "a connection needs its kind")
+        key: ScopeKey = (kind, connection)
+        now = self.clock.now()
+        with self._lock:
+            if scenario == "static":
+                self._scopes.pop(key, None)
+                if kind is None:
+                    self.delay_ms = self._initial_delay_ms
+                return {"ok": True, "kind": kind, "connection": connection, "scenario": "static"}
+            if scenario == "slow" and kind is None:
+                self.delay_ms = _number(payload, "delay_ms", minimum=0)
+                return {"ok": True, "kind": None, "connection": None, "delay_ms": self.delay_ms}
+        scope_update = self._scenario_update(scenario, fixture, payload, now)
+        with self._lock:
+            scope = self._scopes.setdefault(key, Scope())
+            scope_update(scope)
+            described = scope.describe(now)
+        return {"ok": True, "kind": kind, "connection": connection, "scenario": scenario, **described}
+
+    def _scenario_update(
+        self, scenario: str, fixture: KindFixture | None, payload: dict[str, Any], now: datetime
+    ) -> Callable[[Scope], None]:
+        if scenario in ("malformed", "oversized", "reset_connection"):
+            call = _call_param(payload, fixture)
+            times = _times(payload)
+            size_bytes = 0
+            if scenario == "oversized":
+                size_mb = _number(payload, "size_mb", default=DEFAULT_OVERSIZED_MB, minimum=0.000_1)
+                size_bytes = max(64, math.ceil(size_mb * 1024 * 1024))
+            chunked = bool(payload.get("chunked", False))
+            fault = Fault(scenario, times, call, size_bytes, chunked)  # type: ignore[arg-type]
+            return lambda scope: setattr(scope, "fault", fault)
+        if scenario == "slow":
+            delay_ms = _number(payload, "delay_ms", minimum=0)
+            return lambda scope: setattr(scope, "delay_ms", delay_ms)
+        if fixture is None:
+            raise ControlError(400, f"scenario {scenario!r} needs a kind")
+        if scenario == "error":
+            case = _opt_str(payload, "case")
+            if case is None or not fixture.has_error(case):
+                raise ControlError(
+                    400,
+                    f"unknown error case {case!r} for {fixture.kind}; "
+                    f"cases: {sorted(fixture.errors)} or http_<status>",
+                )
+            plan = ErrorPlan(case, _times(payload), _call_param(payload, fixture))
+            return lambda scope: setattr(scope, "error", plan)
+        if scenario == "variant":
+            name = _opt_str(payload, "variant")
+            if name is None or name not in fixture.variants:
+                known = sorted(fixture.variants)
+                raise ControlError(400, f"unknown variant {name!r} for {fixture.kind}; variants: {known}")
+            call = _call_param(payload, fixture) or next(iter(fixture.calls), None)
+            if call is None:
+                raise ControlError(400, f"{fixture.kind} has no call to replace")
+            variant = Variant(name, call)
+            return lambda scope: setattr(scope, "variant", variant)
+        if scenario in ("drain", "set"):
+            if fixture.kind not in REWRITERS:
+                reason = UNSUPPORTED.get(fixture.kind, "no rewriter")
+                raise ControlError(400, f"{fixture.kind} cannot show a remaining percent: {reason}")
+            exhausted = _opt_str(payload, "exhausted_error")
+            if exhausted is not None and not fixture.has_error(exhausted):
+                raise ControlError(400, f"unknown error case {exhausted!r} for {fixture.kind}")
+            quota: Drain | Pinned
+            if scenario == "drain":
+                start_pct = _number(payload, "start_pct", default=100.0, minimum=0, maximum=100)
+                quota = Drain(
+                    drain_s=_number(payload, "drain_s", minimum=0.001),
+                    reset_after_s=_number(payload, "reset_after_s", default=0.0, minimum=0),
+                    start_pct=start_pct,
+                    end_pct=_number(payload, "end_pct", default=0.0, minimum=0, maximum=start_pct),
+                    started_at=_moment(payload, "started_at") if payload.get("started_at") else now,
+                    exhausted_error=exhausted,
+                )
+            else:
+                quota = Pinned(
+                    remaining_pct=_number(payload, "remaining_pct", minimum=0, maximum=100),
+                    reset_at=_moment(payload, "reset_at") if payload.get("reset_at") else None,
+                    exhausted_error=exhausted,
+                )
+            return lambda scope: setattr(scope, "quota", quota)
+        raise ControlError(
+            400,
+            f"unknown scenario {scenario!r}; scenarios: static drain set error slow malformed oversized "
+            "reset_connection variant",
+        )
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _take(scopes: list[Scope], attr: Literal["fault", "error"], call_name: str | None) -> Any:
+    """The nearest matching one-shot plan; counts one use and drops it when used up (lock held)."""
+    for scope in scopes:
+        plan: Fault | ErrorPlan | None = getattr(scope, attr)
+        if plan is None or (plan.call is not None and plan.call != call_name):
+            continue
+        if plan.remaining is not None:
+            plan.remaining -= 1
+            if plan.remaining <= 0:
+                setattr(scope, attr, None)
+        return plan
+    return None
+
+
+def _in_scope(key: tuple[str | None, ...], kind: str, connection: str | None) -> bool:
+    return key[0] == kind and (connection is None or key[1] == connection)
+
+
+def _served_reply(served: Served, tag: str, delay_s: float) -> Reply:
+    headers = list(served.headers.items())
+    names = {name.lower() for name, _ in headers}
+    headers = [(n, v) for n, v in headers if n.lower() not in ("content-length", "transfer-encoding")]
+    body = b""
+    if served.body is not None:
+        body = json.dumps(served.body, ensure_ascii=False).encode()
+        if "content-type" not in names:
+            headers.append(("content-type", "application/json"))
+    headers.append(("x-fake-upstream", tag))
+    return Reply(served.status, headers, body, delay_s)
+
+
+def _routes(fixture: KindFixture) -> dict[str, str]:
+    return {name: f"{call.method} {call.path}" for name, call in fixture.calls.items()}
+
+
+def _path_of(target: str) -> str:
+    return urlsplit(target).path if "://" in target else target.split("?", 1)[0]
+
+
+def _opt_str(payload: dict[str, Any], name: str) -> str | None:
+    value = payload.get(name)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ControlError(400, f"{name} must be a string")
+    return value
+
+
+def _number(
+    payload: dict[str, Any],
+    name: str,
+    *,
+    default: float | None = None,
+    minimum: float | None = None,
+    maximum: float | None = None,
+) -> float:
+    value = payload.get(name, default)
+    if value is None:
+        raise ControlError(400, f"{name} is required")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ControlError(400, f"{name} must be a number")
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise ControlError(400, f"{name} must lie in [{minimum}, {maximum}]")
+    return float(value)
+
+
+def _times(payload: dict[str, Any]) -> int | None:
+    value = payload.get("times")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ControlError(400, "times must be a positive integer or null (until cleared)")
+    return value
+
+
+def _call_param(payload: dict[str, Any], fixture: KindFixture | None) -> str | None:
+    call = _opt_str(payload, "call")
+    if call is None:
+        return None
+    if fixture is None:
+        raise ControlError(400, "call needs a kind")
+    if call not in fixture.calls:
+        raise ControlError(400, f"unknown call {call!r} for {fixture.kind}; calls: {sorted(fixture.calls)}")
+    return call
+
+
+def _moment(payload: dict[str, Any], name: str) -> datetime:
+    value = payload.get(name)
+    if not isinstance(value, str):
+        raise ControlError(400, f"{name} must be an ISO-8601 string")
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise ControlError(400, f"{name}: {exc}") from exc
+    if moment.tzinfo is None:
+        raise ControlError(400, f"{name} needs a zone (e.g. Z)")
+    return moment.astimezone(UTC)
