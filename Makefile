@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | sha1sum | cut -c1-12)
 
-.PHONY: run test lint typecheck pytest acceptance venv bench-domain check-deploy clean
+.PHONY: run test lint typecheck pytest acceptance venv bench-domain bench-refresh check-deploy clean
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,3 +39,6 @@ bench-domain: $(STAMP)
 
 clean:
 	rm -rf $(VENV) staticfiles .local db.sqlite3*
+
+bench-refresh: $(STAMP)
+	$(PY) benchmarks/bench_refresh.py

@@ -168,3 +168,64 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.getenv("LOG_LEVEL", "INFO")},
 }
+
+# --- Refresh pipeline, hot state and history (ladder.services.refresh/readings/hotstate) ---
+
+
+def envmap(name: str, default: str) -> dict[str, int]:
+    """ "claude=4,codex=8" → {"claude": 4, "codex": 8}."""
+    pairs = (item.split("=", 1) for item in envlist(name, default) if "=" in item)
+    return {key.strip(): int(value) for key, value in pairs}
+
+
+# Readings (and poll/gateway failure events) older than this are purged daily; each connection's
+# latest reading is always kept.
+LADDER_READING_RETENTION_DAYS = float(os.getenv("LADDER_READING_RETENTION_DAYS", "30"))
+# The beat's fan-out period (whole seconds, at least 1); a tick no worker started within it is dropped.
+LADDER_REFRESH_BEAT_S = max(1, round(float(os.getenv("LADDER_REFRESH_BEAT_S", "5"))))
+# Polls in flight per fan-out task (threads, each with its own httpx.Client).
+LADDER_REFRESH_CONCURRENCY = envint("LADDER_REFRESH_CONCURRENCY", "64")
+# Polls in flight per provider within one task: LADDER_REFRESH_PROVIDER_CONCURRENCY="claude=4,codex=8",
+# the default for the others.
+LADDER_REFRESH_PROVIDER_CONCURRENCY = envmap("LADDER_REFRESH_PROVIDER_CONCURRENCY", "")
+LADDER_REFRESH_PROVIDER_CONCURRENCY_DEFAULT = envint("LADDER_REFRESH_PROVIDER_CONCURRENCY_DEFAULT", "16")
+# Connections claimed by one fan-out at most.
+LADDER_REFRESH_BATCH_MAX = envint("LADDER_REFRESH_BATCH_MAX", "5000")
+# Time limits of the refresh tasks; a claim lasts the hard limit.
+LADDER_REFRESH_TIME_LIMIT_S = envint("LADDER_REFRESH_TIME_LIMIT_S", "60")
+LADDER_REFRESH_SOFT_TIME_LIMIT_S = envint("LADDER_REFRESH_SOFT_TIME_LIMIT_S", "50")
+# A refresh asked for by resolutions is queued once per connection within this many seconds.
+LADDER_REFRESH_REQUEST_DEDUPE_S = envint("LADDER_REFRESH_REQUEST_DEDUPE_S", "30")
+# Hot state in Redis (latest reading per connection, last beat tick); the database stays the truth.
+LADDER_HOTSTATE_REDIS_URL = os.getenv("LADDER_HOTSTATE_REDIS_URL", "")  # empty: REDIS_URL
+LADDER_HOTSTATE_PREFIX = os.getenv("LADDER_HOTSTATE_PREFIX", "ladder:hot")
+LADDER_HOTSTATE_TTL_S = envint("LADDER_HOTSTATE_TTL_S", "86400")
+LADDER_HOTSTATE_TIMEOUT_S = float(os.getenv("LADDER_HOTSTATE_TIMEOUT_S", "0.5"))
+
+CELERY_TASK_DEFAULT_QUEUE = os.getenv("CELERY_TASK_DEFAULT_QUEUE", "celery")
+CELERY_TASK_ANNOTATIONS = {
+    "ladder.tasks.refresh_due": {
+        "time_limit": LADDER_REFRESH_TIME_LIMIT_S,
+        "soft_time_limit": LADDER_REFRESH_SOFT_TIME_LIMIT_S,
+    },
+    "ladder.tasks.refresh_connections": {
+        "time_limit": LADDER_REFRESH_TIME_LIMIT_S,
+        "soft_time_limit": LADDER_REFRESH_SOFT_TIME_LIMIT_S,
+    },
+}
+# Synced by name into django-celery-beat's database scheduler. Every entry expires: a tick no worker
+# started in time is dropped, never run late. The database scheduler stores "expire_seconds" (it
+# ignores "expires"); the default scheduler passes "expires" to apply_async.
+_REFRESH_EXPIRES_S = LADDER_REFRESH_BEAT_S
+CELERY_BEAT_SCHEDULE = {
+    "ladder-refresh-due": {
+        "task": "ladder.tasks.refresh_due",
+        "schedule": LADDER_REFRESH_BEAT_S,
+        "options": {"expires": _REFRESH_EXPIRES_S, "expire_seconds": _REFRESH_EXPIRES_S},
+    },
+    "ladder-readings-purge": {
+        "task": "ladder.tasks.readings_purge",
+        "schedule": 24 * 3600.0,
+        "options": {"expires": 3600, "expire_seconds": 3600},
+    },
+}

@@ -2,6 +2,12 @@
 
 Web server, Celery worker, Celery beat and the fake upstream run as child processes; Redis is started
 when none answers at REDIS_URL. Stopping this command (Ctrl-C or SIGTERM) stops them all.
+
+With the demo (the default), the fake upstream starts first and is told to make the demo move: the
+Claude plan drains from 100 % to 0 % over 3 minutes, stays spent for 1 more, then resets (and the
+cycle repeats), so that a newcomer sees the plan drain, the ladder climb and the plan come back. On a
+first run the quota refresh interval is 10 s (an operator's setting is kept afterwards). Every demo
+connection gets its first reading, in one synchronous refresh pass, before the web server starts.
 """
 
 from __future__ import annotations
@@ -17,13 +23,26 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+import httpx
 import redis
 from cryptography.fernet import Fernet
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from ladder.fakeupstream import FakeUpstreamControl, FakeUpstreamControlError
+from ladder.management.commands.ladder_demo import DEMO_CONNECTIONS
+from ladder.models import LadderConfiguration
+from ladder.services import bump_state_version
+from ladder.services.refresh import claim_deadline, connections_claim, connections_refresh_many
 
 LOCAL_DIR = Path(settings.BASE_DIR) / ".local"
+DEMO_REFRESH_INTERVAL_S = 10.0
+DEMO_DRAINING = ("claude-oauth", "demo-claude-max")
+DEMO_DRAIN_S = 180.0
+DEMO_SPENT_S = 60.0
+FIRST_PASS_LEASE_S = 60.0
 
 
 def local_credential_key() -> str:
@@ -62,10 +81,15 @@ class Command(BaseCommand):
         upstream_url = f"http://127.0.0.1:{options['upstream_port']}"
         os.environ.setdefault("LADDER_UPSTREAM_BASE_URL", upstream_url)
 
+        if not settings.LADDER_UPSTREAM_BASE_URL:
+            settings.LADDER_UPSTREAM_BASE_URL = os.environ["LADDER_UPSTREAM_BASE_URL"]
+
         call_command("migrate", interactive=False, verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
         call_command("ladder_load_catalog", verbosity=0)
-        if not options["no_demo"]:
+        demo = not options["no_demo"]
+        if demo:
+            self._demo_configuration()
             call_command("ladder_demo", upstream_url=upstream_url, stdout=self.stdout)
 
         children: list[subprocess.Popen[bytes]] = []
@@ -74,11 +98,16 @@ class Command(BaseCommand):
             children.append(redis_proc)
         python = sys.executable
         manage = str(Path(settings.BASE_DIR) / "manage.py")
+        upstream_argv = [python, manage, "ladder_fake_upstream", "--port", str(options["upstream_port"])]
+        self.stdout.write(f"starting fake upstream: {' '.join(upstream_argv[1:])}")
+        children.append(subprocess.Popen(upstream_argv, cwd=settings.BASE_DIR))
+        if demo:
+            try:
+                self._demo_start(upstream_url)
+            except BaseException:
+                self._stop(children)
+                raise
         commands = [
-            (
-                "fake upstream",
-                [python, manage, "ladder_fake_upstream", "--port", str(options["upstream_port"])],
-            ),
             (
                 "worker",
                 [python, "-m", "celery", "-A", "omniroute", "worker", "--loglevel", "INFO", "-c", "2"],
@@ -105,6 +134,47 @@ class Command(BaseCommand):
             )
         )
         self._supervise(children)
+
+    def _demo_configuration(self) -> None:
+        """A first run refreshes quota every 10 s, so that the demo moves; later runs keep the row."""
+        if LadderConfiguration.objects.filter(pk=1).exists():
+            return
+        configuration = LadderConfiguration.from_settings()
+        configuration.refresh_interval_s = DEMO_REFRESH_INTERVAL_S
+        configuration.save()
+        bump_state_version()
+        self.stdout.write(f"demo: quota refreshed every {DEMO_REFRESH_INTERVAL_S:g} s (ladder configuration)")
+
+    def _demo_start(self, upstream_url: str) -> None:
+        """Once the fake upstream answers: set the demo's scenarios, then give every demo connection
+        its first reading (one synchronous refresh pass) before the web server starts."""
+        with FakeUpstreamControl(upstream_url, timeout_s=2.0) as control:
+            deadline = time.monotonic() + 15
+            while True:
+                try:
+                    control.state()
+                    break
+                except (httpx.HTTPError, FakeUpstreamControlError, ValueError):
+                    if time.monotonic() > deadline:
+                        raise CommandError(f"the fake upstream does not answer at {upstream_url}") from None
+                    time.sleep(0.2)
+            kind, connection = DEMO_DRAINING
+            control.drain(kind, connection=connection, drain_s=DEMO_DRAIN_S, reset_after_s=DEMO_SPENT_S)
+        self.stdout.write(
+            f"demo: {connection} drains to 0 % over {DEMO_DRAIN_S / 60:g} min, "
+            f"resets {DEMO_SPENT_S / 60:g} min later (and again)"
+        )
+        now = timezone.now()
+        ids = connections_claim(
+            connection_ids=[row[0] for row in DEMO_CONNECTIONS], now=now, lease_s=FIRST_PASS_LEASE_S
+        )
+        summary = connections_refresh_many(
+            ids, claim_until=claim_deadline(now, FIRST_PASS_LEASE_S), deadline_s=20
+        )
+        outcomes = ", ".join(f"{name} {count}" for name, count in sorted(summary.outcomes.items()))
+        self.stdout.write(
+            f"demo: first refresh pass over {len(ids)} connections: {outcomes or 'nothing to do'}"
+        )
 
     def _ensure_redis(self) -> subprocess.Popen[bytes] | None:
         url = settings.REDIS_URL
@@ -154,13 +224,16 @@ class Command(BaseCommand):
                         stopping = True
                 time.sleep(0.2)
         finally:
-            for child in reversed(children):
-                if child.poll() is None:
-                    child.terminate()
-            deadline = time.monotonic() + 10
-            for child in children:
-                try:
-                    child.wait(timeout=max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    child.kill()
+            self._stop(children)
             self.stdout.write("stopped")
+
+    def _stop(self, children: list[subprocess.Popen[bytes]]) -> None:
+        for child in reversed(children):
+            if child.poll() is None:
+                child.terminate()
+        deadline = time.monotonic() + 10
+        for child in children:
+            try:
+                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()

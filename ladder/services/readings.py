@@ -1,0 +1,283 @@
+"""Writing readings: validation, latches (DESIGN L6), backoff reset (L7), the next poll, history.
+
+``reading_record`` is the one way a reading enters the database, whether it comes from a poll, from
+passive headers reported by the gateway, or from an error. Everything happens in one transaction
+(the reading, its windows, the connection's bookkeeping, the state version); the hot state in Redis
+is written after commit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import OuterRef, Subquery
+from django.utils import timezone
+
+from ladder.domain.types import SOURCES, LadderConfig, Reading
+from ladder.domain.windows import is_fresh, next_latch
+from ladder.models import Connection, FailureEvent, LadderConfiguration, QuotaReading, QuotaWindow
+from ladder.services import hotstate
+from ladder.services.state import bump_state_version
+
+# DESIGN L5: services refuse readings dated more than this far in the future.
+FUTURE_TOLERANCE_S = 300.0
+# How many earlier readings a window's latch is looked up in (an unverifiable reading without
+# windows in between must not clear a latch).
+LATCH_LOOKBACK_READINGS = 5
+# Poll this long after a window's reset, so that the upstream has rolled over.
+RESET_GRACE_S = 1.0
+WINDOW_NAME_MAX = 64
+STORED_OVERAGES = ("meters-to-paid", "hard-stop")
+
+HotItem = tuple[str, int, Reading]
+
+
+class ClaimLost(Exception):
+    """The connection's refresh claim is no longer ours (expired and taken): nothing was written."""
+
+
+@dataclass(frozen=True)
+class StoredReading:
+    """What ``reading_record`` stored. ``reading`` carries the computed latches; ``is_latest`` is
+    false when a newer reading was already stored (the reading then only joins the history)."""
+
+    id: int
+    connection_id: str
+    reading: Reading
+    is_latest: bool
+    next_refresh_at: datetime | None
+
+
+def configuration_load() -> LadderConfig:
+    row = LadderConfiguration.objects.filter(pk=1).first() or LadderConfiguration.from_settings()
+    return row.to_domain()
+
+
+def reading_record(
+    *,
+    connection_id: str,
+    reading: Reading,
+    now: datetime | None = None,
+    claim_until: datetime | None = None,
+    connection_updates: dict[str, Any] | None = None,
+) -> StoredReading:
+    """Store a reading of a connection and everything that follows from it, in one transaction.
+
+    - Refuses (ValidationError naming the field) a reading whose ``fetched_at`` lies more than 300 s
+      after ``now``, lacks a zone, or has a window outside 0–100 % or a duplicate window name.
+    - Each window's latch is ``next_latch`` of the same-name window in the connection's previous
+      readings (the latest one that has it); a window seen for the first time starts from its own flag.
+    - ``backoff_level`` goes back to 0 when the reading is verifiable and every window is above the
+      re-entry floor.
+    - ``next_refresh_at`` = now + ``refresh_interval_s``; for a fresh passive-header reading, not
+      before ``fetched_at + max_reading_age_s − refresh_interval_s`` (the poll would learn nothing
+      new) and never earlier than a poll already scheduled (a throttled poll stays backed off);
+      never later than a window's future reset (+1 s), when the reading turns stale.
+    - With ``claim_until``, the write happens only while the connection's claim is that one (it is
+      then released), else ClaimLost; ``connection_updates`` are set on the connection as well.
+    - The state version is bumped when the reading is the connection's latest; the hot state is
+      written after commit.
+
+    Connection.DoesNotExist when the connection is unknown.
+    """
+    now = now or timezone.now()
+    hot: list[HotItem] = []
+    with transaction.atomic():
+        stored = reading_store(
+            connection_id=connection_id,
+            reading=reading,
+            now=now,
+            config=configuration_load(),
+            claim_until=claim_until,
+            connection_updates=connection_updates,
+            hot=hot,
+        )
+        if stored.is_latest:
+            bump_state_version()
+        hotstate.readings_set_on_commit(hot)
+    return stored
+
+
+def reading_validate(reading: Reading, now: datetime) -> None:
+    errors: dict[str, str] = {}
+    fetched_at = reading.fetched_at
+    if timezone.is_naive(fetched_at):
+        errors["fetched_at"] = "fetched_at needs a time zone"
+    elif fetched_at > now + timedelta(seconds=FUTURE_TOLERANCE_S):
+        errors["fetched_at"] = (
+            f"fetched_at {fetched_at.isoformat()} is more than {FUTURE_TOLERANCE_S:g} s after now "
+            f"({now.isoformat()}); readings from the future are refused"
+        )
+    if reading.source not in SOURCES:
+        errors["source"] = f"source must be one of: {', '.join(SOURCES)}"
+    if reading.observed_overage not in (None, "unknown", *STORED_OVERAGES):
+        errors["observed_overage"] = f"observed_overage must be empty or one of: {', '.join(STORED_OVERAGES)}"
+    seen: set[str] = set()
+    for index, window in enumerate(reading.windows):
+        field = f"windows[{index}]"
+        if not window.name or len(window.name) > WINDOW_NAME_MAX:
+            errors[f"{field}.name"] = f"a window name is 1–{WINDOW_NAME_MAX} characters"
+        elif window.name in seen:
+            errors[f"{field}.name"] = f"duplicate window name {window.name!r}"
+        seen.add(window.name)
+        pct = window.remaining_pct
+        if not isinstance(pct, int | float) or not math.isfinite(pct) or not 0 <= pct <= 100:
+            errors[f"{field}.remaining_pct"] = f"remaining_pct must be a number in 0–100, got {pct!r}"
+        if window.reset_at is not None and timezone.is_naive(window.reset_at):
+            errors[f"{field}.reset_at"] = "reset_at needs a time zone"
+        if not all(isinstance(glob, str) and glob for glob in window.scope_models):
+            errors[f"{field}.scope_models"] = "scope_models must be non-empty strings"
+    if errors:
+        raise ValidationError(errors)
+
+
+def reading_store(
+    *,
+    connection_id: str,
+    reading: Reading,
+    now: datetime,
+    config: LadderConfig,
+    claim_until: datetime | None = None,
+    connection_updates: dict[str, Any] | None = None,
+    hot: list[HotItem] | None = None,
+) -> StoredReading:
+    """The body of ``reading_record`` without its transaction, state-version bump and hot-state write:
+    the caller runs it inside ``transaction.atomic()`` and, for the latest readings it stored, bumps
+    the version once and writes ``hot`` (the items appended here) after commit. Batch writers use it."""
+    reading_validate(reading, now)
+    recent = list(
+        QuotaReading.objects.filter(connection_id=connection_id)
+        .order_by("-fetched_at", "-id")
+        .values_list("id", "fetched_at")[:LATCH_LOOKBACK_READINGS]
+    )
+    is_latest = not recent or recent[0][1] <= reading.fetched_at
+    previous = _previous_latches([rid for rid, fetched in recent if fetched <= reading.fetched_at])
+    windows = tuple(
+        replace(w, latched=next_latch(previous.get(w.name, w.latched), w.remaining_pct, config))
+        for w in reading.windows
+    )
+    stored = replace(reading, windows=windows)
+
+    updates: dict[str, Any] = dict(connection_updates or {})
+    next_refresh_at: datetime | None = None
+    if is_latest:
+        scheduled = None
+        if reading.source == "headers":
+            scheduled = (
+                Connection.objects.filter(pk=connection_id).values_list("next_refresh_at", flat=True).first()
+            )
+        next_refresh_at = next_refresh_after(stored, now=now, config=config, scheduled=scheduled)
+        updates["next_refresh_at"] = next_refresh_at
+        if above_floor(stored, config):
+            updates["backoff_level"] = 0
+    if claim_until is not None:
+        updates["claimed_until"] = None
+    query = Connection.objects.filter(pk=connection_id)
+    if claim_until is not None:
+        query = query.filter(claimed_until=claim_until)
+    if updates and query.update(**updates) != 1:
+        if claim_until is not None and Connection.objects.filter(pk=connection_id).exists():
+            raise ClaimLost(f"{connection_id}: the refresh claim until {claim_until.isoformat()} is gone")
+        raise Connection.DoesNotExist(f"no connection {connection_id!r}")
+    if not updates and not Connection.objects.filter(pk=connection_id).exists():
+        raise Connection.DoesNotExist(f"no connection {connection_id!r}")
+
+    row = QuotaReading.objects.create(
+        connection_id=connection_id,
+        fetched_at=stored.fetched_at,
+        source=stored.source,
+        verifiable=stored.verifiable,
+        observed_overage=stored.observed_overage if stored.observed_overage in STORED_OVERAGES else None,
+        note=stored.note,
+    )
+    QuotaWindow.objects.bulk_create(
+        QuotaWindow(
+            reading=row,
+            name=w.name,
+            remaining_pct=float(w.remaining_pct),
+            reset_at=w.reset_at,
+            scope_models=list(w.scope_models),
+            latched=w.latched,
+            position=position,
+        )
+        for position, w in enumerate(windows)
+    )
+    if is_latest and hot is not None:
+        hot.append((connection_id, row.id, stored))
+    return StoredReading(row.id, connection_id, stored, is_latest, next_refresh_at)
+
+
+def _previous_latches(reading_ids: list[int]) -> dict[str, bool]:
+    """Window name → latch in the most recent of these readings (newest first) that has the window."""
+    if not reading_ids:
+        return {}
+    rank = {rid: index for index, rid in enumerate(reading_ids)}
+    best: dict[str, tuple[int, bool]] = {}
+    for rid, name, latched in QuotaWindow.objects.filter(reading_id__in=reading_ids).values_list(
+        "reading_id", "name", "latched"
+    ):
+        if name not in best or rank[rid] < best[name][0]:
+            best[name] = (rank[rid], latched)
+    return {name: latched for name, (_, latched) in best.items()}
+
+
+def above_floor(reading: Reading, config: LadderConfig) -> bool:
+    """Verifiable, with windows, every one above the re-entry floor: the plan is back (L7)."""
+    return (
+        reading.verifiable
+        and bool(reading.windows)
+        and all(w.remaining_pct > config.reentry_floor_pct for w in reading.windows)
+    )
+
+
+def next_refresh_after(
+    reading: Reading, *, now: datetime, config: LadderConfig, scheduled: datetime | None = None
+) -> datetime:
+    """When the connection should be polled next after storing ``reading`` (see reading_record)."""
+    interval = timedelta(seconds=config.refresh_interval_s)
+    due = now + interval
+    headers = reading.source == "headers"
+    if headers and reading.verifiable and is_fresh(reading, reading.windows, now, config):
+        due = max(due, reading.fetched_at + timedelta(seconds=config.max_reading_age_s) - interval)
+    resets = [w.reset_at for w in reading.windows if w.reset_at is not None and w.reset_at > now]
+    if resets:
+        due = min(due, min(resets) + timedelta(seconds=RESET_GRACE_S))
+    if headers and scheduled is not None and scheduled > due:
+        due = scheduled
+    return due
+
+
+def readings_purge(*, older_than: datetime, chunk_size: int = 2000) -> dict[str, int]:
+    """Delete readings fetched before ``older_than`` — never a connection's latest one — and failure
+    events observed before it (they share the readings' retention). Returns the counts deleted."""
+    latest_id = (
+        QuotaReading.objects.filter(connection_id=OuterRef("pk"))
+        .order_by("-fetched_at", "-id")
+        .values("id")[:1]
+    )
+    deleted_readings = 0
+    while True:
+        keep = (
+            Connection.objects.annotate(latest_id=Subquery(latest_id))
+            .filter(latest_id__isnull=False)
+            .values("latest_id")
+        )
+        ids = list(
+            QuotaReading.objects.filter(fetched_at__lt=older_than)
+            .exclude(id__in=keep)
+            .order_by("id")
+            .values_list("id", flat=True)[:chunk_size]
+        )
+        if not ids:
+            break
+        with transaction.atomic():
+            QuotaWindow.objects.filter(reading_id__in=ids).delete()
+            QuotaReading.objects.filter(id__in=ids).delete()
+        deleted_readings += len(ids)
+    deleted_failures, _ = FailureEvent.objects.filter(observed_at__lt=older_than).delete()
+    return {"readings": deleted_readings, "failures": deleted_failures}

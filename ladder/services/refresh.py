@@ -1,0 +1,715 @@
+"""The refresh pipeline: claim the connections that are due, poll them concurrently, store the outcome.
+
+Claims (healthchecks' way, no locks): one conditional ``UPDATE … SET claimed_until = now + lease
+WHERE claimed_until IS NULL OR claimed_until < now``. ``claimed_until`` is the claim's token: every
+later write of the refresh is a conditional update on ``claimed_until = <token>``, so only the
+claim holder writes, and a killed worker's claim lapses at the lease's end (the task's hard time
+limit). A claimant's ``now`` is ``timezone.now()`` (microseconds): two claimants never share one.
+
+Upstream base URL: a connection's own ``base_url`` wins; else, when
+``settings.LADDER_UPSTREAM_BASE_URL`` is set (the local fake upstream in tests and the demo), the
+adapter is given ``f"{LADDER_UPSTREAM_BASE_URL without trailing /}/{adapter.kind}"`` (the fake
+upstream's per-kind namespace, e.g. ``http://127.0.0.1:8555/claude-oauth``); else the adapter's
+default upstream.
+
+Outcomes, each logged with its classification and kept in ``last_poll_error``:
+
+- a reading (``ok``) is stored (``services.readings``); an unverifiable one (malformed or oversized
+  body, renamed fields) is stored as such (``unverifiable``, never a guessed value);
+- ``rate_limited`` (a 429 of the usage endpoint, or any throttling): the poll backs off —
+  ``poll_backoff_level`` + 1, next poll after max(Retry-After, refresh_interval × 2^level, jittered,
+  capped at 1 h);
+- ``auth_failed``: the connection is disabled (``disabled_reason = "auth_failed"``) until an operator
+  fixes it;
+- ``transient`` (5xx, timeouts, connection resets): retried soon — 5 s × 2^level (≤ 300 s) × a
+  random 0.5–1.5, or Retry-After when longer;
+- ``failed`` (another 4xx, a poll that names a quota exhaustion, an adapter bug): backed off like a
+  throttled poll, never before a named reset;
+- ``skipped`` (no adapter, no quota endpoint, no credential, a credential that does not decrypt):
+  nothing is fetched; looked at again in an hour.
+
+A poll failure is stored as a FailureEvent with ``source="poll"``; it never latches a window or sets
+a cooldown (those follow from the gateway's own reports, not from the usage endpoint's health).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import queue
+import random
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+import httpx
+import redis
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured, ValidationError
+from django.db import DatabaseError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from ladder.crypto import CredentialDecryptionError
+from ladder.domain.cooldown import transient_backoff_s
+from ladder.domain.types import LadderConfig, Reading
+from ladder.models import Connection, FailureEvent
+from ladder.providers import DEFAULT_TIMEOUT, ConnectionRef, FetchError, ProviderAdapter, get_adapter
+from ladder.services import hotstate
+from ladder.services.readings import ClaimLost, HotItem, configuration_load, reading_store
+from ladder.services.state import bump_state_version
+
+logger = logging.getLogger(__name__)
+
+POLL_BACKOFF_CAP_S = 3600.0
+RETRY_AFTER_CAP_S = 24 * 3600.0
+SKIPPED_RECHECK_S = 3600.0
+MAX_BACKOFF_LEVEL = 20
+CLAIM_CHUNK = 500
+WRITE_BATCH = 50
+WRITE_EVERY_S = 0.25
+
+OK = "ok"
+UNVERIFIABLE = "unverifiable"
+RATE_LIMITED = "rate_limited"
+AUTH_FAILED = "auth_failed"
+TRANSIENT = "transient"
+FAILED = "failed"
+SKIPPED = "skipped"
+CLAIM_LOST = "claim_lost"
+RELEASED = "released"  # claimed, but the run's deadline came first: handed back unpolled
+
+
+def upstream_override(kind: str) -> str | None:
+    """``f"{settings.LADDER_UPSTREAM_BASE_URL}/{kind}"`` when that setting is set, else None."""
+    base = str(getattr(settings, "LADDER_UPSTREAM_BASE_URL", "") or "").strip().rstrip("/")
+    return f"{base}/{kind}" if base else None
+
+
+def claim_deadline(now: datetime, lease_s: float) -> datetime:
+    """The claim token of a claimant that claimed at ``now``: ``now + lease_s``."""
+    return now + timedelta(seconds=lease_s)
+
+
+# --- claims ----------------------------------------------------------------------------------
+
+
+def _claimable(now: datetime) -> Q:
+    return Q(enabled=True, keyless=False) & (Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+
+
+def _due(now: datetime) -> Q:
+    return Q(next_refresh_at__isnull=True) | Q(next_refresh_at__lte=now)
+
+
+def connections_claim_due(*, now: datetime, limit: int, lease_s: float) -> list[str]:
+    """Claim up to ``limit`` enabled, non-keyless connections whose ``next_refresh_at`` has come
+    (never-polled first, then the most overdue). Returns the ids claimed, with the claim token
+    ``claim_deadline(now, lease_s)``; an id another claimant holds is never returned."""
+    candidates = list(
+        Connection.objects.filter(_claimable(now) & _due(now))
+        .order_by(F("next_refresh_at").asc(nulls_first=True), "position", "id")
+        .values_list("id", flat=True)[: max(0, limit)]
+    )
+    return _claim(candidates, now=now, lease_s=lease_s, extra=_due(now))
+
+
+def connections_claim(*, connection_ids: Iterable[str], now: datetime, lease_s: float) -> list[str]:
+    """Claim these connections (due or not: a refresh asked for by a resolution) when nobody holds
+    them; disabled and keyless ones are never claimed, nor ones whose poll is backed off after a
+    failure (an upstream's throttling is respected whoever asks). Same token as
+    ``connections_claim_due``."""
+    not_backed_off = Q(poll_backoff_level=0) | _due(now)
+    return _claim(list(dict.fromkeys(connection_ids)), now=now, lease_s=lease_s, extra=not_backed_off)
+
+
+def _claim(ids: list[str], *, now: datetime, lease_s: float, extra: Q) -> list[str]:
+    until = claim_deadline(now, lease_s)
+    claimed: set[str] = set()
+    for start in range(0, len(ids), CLAIM_CHUNK):
+        chunk = ids[start : start + CLAIM_CHUNK]
+        with transaction.atomic():
+            Connection.objects.filter(_claimable(now) & extra, pk__in=chunk).update(claimed_until=until)
+            claimed.update(
+                Connection.objects.filter(pk__in=chunk, claimed_until=until).values_list("id", flat=True)
+            )
+    return [cid for cid in ids if cid in claimed]
+
+
+def claims_release(*, connection_ids: Iterable[str], claim_until: datetime) -> int:
+    """Hand back claims still held under this token (unpolled connections stay due)."""
+    ids = list(connection_ids)
+    released = 0
+    for start in range(0, len(ids), CLAIM_CHUNK):
+        released += Connection.objects.filter(
+            pk__in=ids[start : start + CLAIM_CHUNK], claimed_until=claim_until
+        ).update(claimed_until=None)
+    return released
+
+
+# --- one poll --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RefreshJob:
+    connection_id: str
+    provider: str
+    poll_backoff_level: int
+    adapter: ProviderAdapter | None = None
+    ref: ConnectionRef | None = None
+    skip_reason: str = ""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    job: RefreshJob
+    fetched_at: datetime
+    reading: Reading | None = None
+    error: FetchError | None = None
+    crash: str = ""
+
+
+def jobs_load(connection_ids: Sequence[str], *, claim_until: datetime) -> list[RefreshJob]:
+    """What each claimed connection needs to be polled, read in one query (credentials decrypted).
+    Connections whose claim is not ``claim_until`` are left out: someone else holds them."""
+    rows = {
+        row.id: row
+        for start in range(0, len(connection_ids), CLAIM_CHUNK)
+        for row in Connection.objects.filter(
+            pk__in=list(connection_ids[start : start + CLAIM_CHUNK]), claimed_until=claim_until
+        )
+    }
+    jobs: list[RefreshJob] = []
+    for cid in connection_ids:
+        row = rows.get(cid)
+        if row is None:
+            continue
+        base = RefreshJob(cid, row.provider, row.poll_backoff_level)
+        adapter = get_adapter(row.provider, row.auth_type)
+        if adapter is None:
+            auth = row.auth_type or "any auth type"
+            jobs.append(replace_job(base, skip_reason=f"no quota adapter for {row.provider} ({auth})"))
+            continue
+        if not adapter.supports_poll:
+            reason = f"{adapter.kind} has no quota endpoint; only passive headers tell its quota"
+            jobs.append(replace_job(base, adapter=adapter, skip_reason=reason))
+            continue
+        try:
+            credential = row.get_credential()
+        except (CredentialDecryptionError, ImproperlyConfigured) as exc:
+            jobs.append(replace_job(base, adapter=adapter, skip_reason=f"credential unusable: {exc}"))
+            continue
+        if not credential:
+            jobs.append(replace_job(base, adapter=adapter, skip_reason="no credential stored"))
+            continue
+        params = row.provider_params if isinstance(row.provider_params, dict) else {}
+        ref = ConnectionRef(
+            id=row.id,
+            provider=row.provider,
+            auth_type=row.auth_type,
+            credential=credential,
+            base_url=row.base_url,
+            params={str(k): str(v) for k, v in params.items() if v is not None},
+        )
+        jobs.append(replace_job(base, adapter=adapter, ref=ref))
+    return jobs
+
+
+def replace_job(job: RefreshJob, **changes: Any) -> RefreshJob:
+    return dataclasses.replace(job, **changes)
+
+
+def job_fetch(job: RefreshJob, client: httpx.Client, *, now: datetime | None = None) -> Outcome:
+    """Poll one connection's quota endpoint. Never raises: every failure is an Outcome. No database."""
+    now = now or timezone.now()
+    if job.skip_reason or job.adapter is None or job.ref is None:
+        return Outcome(job, now)
+    try:
+        reading = job.adapter.fetch(
+            job.ref, client, now, base_url_override=upstream_override(job.adapter.kind)
+        )
+    except FetchError as exc:
+        return Outcome(job, now, error=exc)
+    except Exception as exc:  # an adapter bug must not take the fan-out down
+        logger.exception("refresh connection=%s: the %s adapter raised", job.connection_id, job.adapter.kind)
+        return Outcome(job, now, crash=f"adapter error: {type(exc).__name__}: {exc}")
+    return Outcome(job, now, reading=reading)
+
+
+@dataclass
+class Applied:
+    result: str
+    state_changed: bool = False
+
+
+def outcome_apply(
+    outcome: Outcome, *, claim_until: datetime, config: LadderConfig, now: datetime, hot: list[HotItem]
+) -> Applied:
+    """Write one poll's outcome, only while the claim is still ours. Call inside a transaction."""
+    job = outcome.job
+    cid = job.connection_id
+    if outcome.reading is not None:
+        reading = outcome.reading
+        note = "" if reading.verifiable else f"unverifiable: {reading.note or 'no reason given'}"
+        try:
+            stored = reading_store(
+                connection_id=cid,
+                reading=reading,
+                now=now,
+                config=config,
+                claim_until=claim_until,
+                connection_updates={
+                    "last_polled_at": outcome.fetched_at,
+                    "poll_backoff_level": 0,
+                    "last_poll_error": note,
+                },
+                hot=hot,
+            )
+        except ClaimLost:
+            logger.info("refresh connection=%s outcome=claim_lost: reading dropped", cid)
+            return Applied(CLAIM_LOST)
+        except ValidationError as exc:
+            return _finish_failure(
+                outcome,
+                claim_until=claim_until,
+                config=config,
+                now=now,
+                result=FAILED,
+                classification="upstream_error",
+                detail=f"the adapter produced an invalid reading: {exc}",
+            )
+        if reading.verifiable:
+            logger.debug("refresh connection=%s outcome=ok windows=%d", cid, len(reading.windows))
+            return Applied(OK, stored.is_latest)
+        logger.warning("refresh connection=%s outcome=unverifiable note=%r", cid, reading.note)
+        return Applied(UNVERIFIABLE, stored.is_latest)
+    if outcome.error is not None:
+        error = outcome.error
+        failure = error.failure
+        if failure.classification == "auth_failed":
+            result = AUTH_FAILED
+        elif failure.classification == "rate_limited" or error.status == 429:
+            result = RATE_LIMITED
+        elif error.transient:
+            result = TRANSIENT
+        else:
+            result = FAILED
+        return _finish_failure(
+            outcome,
+            claim_until=claim_until,
+            config=config,
+            now=now,
+            result=result,
+            classification=failure.classification,
+            detail=failure.detail or str(error),
+        )
+    if outcome.crash:
+        return _finish_failure(
+            outcome,
+            claim_until=claim_until,
+            config=config,
+            now=now,
+            result=FAILED,
+            classification="upstream_error",
+            detail=outcome.crash,
+        )
+    reason = job.skip_reason or "nothing to poll"
+    updates = {
+        "claimed_until": None,
+        "next_refresh_at": now + timedelta(seconds=max(SKIPPED_RECHECK_S, config.refresh_interval_s)),
+        "last_poll_error": f"not polled: {reason}",
+    }
+    if Connection.objects.filter(pk=cid, claimed_until=claim_until).update(**updates) != 1:
+        return Applied(CLAIM_LOST)
+    logger.info("refresh connection=%s outcome=skipped reason=%r", cid, reason)
+    return Applied(SKIPPED)
+
+
+def poll_backoff_s(level: int, config: LadderConfig) -> float:
+    """A throttled or refused usage endpoint: refresh_interval × 2^level, capped at 1 h."""
+    if level >= MAX_BACKOFF_LEVEL:
+        return POLL_BACKOFF_CAP_S
+    return min(config.refresh_interval_s * 2 ** max(level, 0), POLL_BACKOFF_CAP_S)
+
+
+def _finish_failure(
+    outcome: Outcome,
+    *,
+    claim_until: datetime,
+    config: LadderConfig,
+    now: datetime,
+    result: str,
+    classification: str,
+    detail: str,
+) -> Applied:
+    job = outcome.job
+    cid = job.connection_id
+    error = outcome.error
+    failure = error.failure if error is not None else None
+    status = error.status if error is not None else None
+    retry_after = failure.retry_after_s if failure is not None else None
+    retry_after = min(retry_after, RETRY_AFTER_CAP_S) if retry_after is not None and retry_after > 0 else 0.0
+    level = min(job.poll_backoff_level + 1, MAX_BACKOFF_LEVEL)
+    updates: dict[str, Any] = {"claimed_until": None, "last_polled_at": outcome.fetched_at}
+    state_changed = False
+    wait_s: float | None = None
+    if result == AUTH_FAILED:
+        updates |= {
+            "enabled": False,
+            "disabled_reason": "auth_failed",
+            "next_refresh_at": None,
+            "poll_backoff_level": 0,
+        }
+        state_changed = True
+    elif result == TRANSIENT:
+        wait_s = max(retry_after, transient_backoff_s(job.poll_backoff_level) * random.uniform(0.5, 1.5))
+    else:
+        wait_s = max(retry_after, poll_backoff_s(level, config) * random.uniform(1.0, 1.25))
+        reset_at = failure.reset_at if failure is not None else None
+        if result == FAILED and reset_at is not None and reset_at > now:
+            wait_s = max(min(wait_s, (reset_at - now).total_seconds() + 1.0), 1.0)
+    if wait_s is not None:
+        updates |= {"next_refresh_at": now + timedelta(seconds=wait_s), "poll_backoff_level": level}
+    http = f"HTTP {status}" if status is not None else "no HTTP answer"
+    then = (
+        "connection disabled until an operator fixes it" if wait_s is None else f"next poll in {wait_s:.0f} s"
+    )
+    message = f"{result}: {classification} ({http}): {detail}; {then}"
+    updates["last_poll_error"] = message[:2000]
+    if Connection.objects.filter(pk=cid, claimed_until=claim_until).update(**updates) != 1:
+        logger.info("refresh connection=%s outcome=claim_lost: failure %s dropped", cid, classification)
+        return Applied(CLAIM_LOST)
+    if failure is not None or outcome.crash:
+        FailureEvent.objects.create(
+            connection_id=cid,
+            status=status or 0,
+            classification=classification,
+            window=(failure.window or "") if failure is not None else "",
+            reset_at=failure.reset_at if failure is not None else None,
+            retry_after_s=failure.retry_after_s if failure is not None else None,
+            detail=detail[:2000],
+            source="poll",
+            observed_at=outcome.fetched_at,
+        )
+    log = logger.error if result in (AUTH_FAILED, FAILED) else logger.warning
+    log(
+        "refresh connection=%s outcome=%s classification=%s status=%s detail=%r %s",
+        cid,
+        result,
+        classification,
+        status if status is not None else "-",
+        detail,
+        then,
+    )
+    return Applied(result, state_changed)
+
+
+def connection_refresh(
+    *, connection_id: str, claim_until: datetime, client: httpx.Client, now: datetime | None = None
+) -> str:
+    """Poll one claimed connection and store the outcome; returns its classification (``ok``,
+    ``unverifiable``, ``rate_limited``, ``auth_failed``, ``transient``, ``failed``, ``skipped``,
+    ``claim_lost``). Never raises for an upstream fault."""
+    jobs = jobs_load([connection_id], claim_until=claim_until)
+    if not jobs:
+        return CLAIM_LOST
+    outcome = job_fetch(jobs[0], client, now=now)
+    return outcomes_write([outcome], claim_until=claim_until, config=configuration_load())[0]
+
+
+def outcomes_write(outcomes: Sequence[Outcome], *, claim_until: datetime, config: LadderConfig) -> list[str]:
+    """Write outcomes in one transaction (a savepoint each), bump the state version once, and write
+    the hot state after commit. Returns each outcome's classification."""
+    results: list[str] = []
+    hot: list[HotItem] = []
+    with transaction.atomic():
+        changed = False
+        now = timezone.now()
+        for outcome in outcomes:
+            try:
+                with transaction.atomic():
+                    applied = outcome_apply(outcome, claim_until=claim_until, config=config, now=now, hot=hot)
+            except DatabaseError:
+                logger.exception(
+                    "refresh connection=%s: storing the outcome failed", outcome.job.connection_id
+                )
+                results.append(FAILED)
+                continue
+            changed = changed or applied.state_changed
+            results.append(applied.result)
+        if changed:
+            bump_state_version()
+        hotstate.readings_set_on_commit(hot)
+    return results
+
+
+# --- many polls at once ----------------------------------------------------------------------
+
+
+@dataclass
+class RefreshSummary:
+    claimed: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    elapsed_s: float = 0.0
+
+    @property
+    def readings(self) -> int:
+        return self.outcomes[OK] + self.outcomes[UNVERIFIABLE]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "claimed": self.claimed,
+            "readings": self.readings,
+            "outcomes": dict(self.outcomes),
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
+
+
+def provider_cap(provider: str) -> int:
+    caps = getattr(settings, "LADDER_REFRESH_PROVIDER_CONCURRENCY", {}) or {}
+    default = int(getattr(settings, "LADDER_REFRESH_PROVIDER_CONCURRENCY_DEFAULT", 16))
+    return max(1, int(caps.get(provider, default)))
+
+
+def interleave_by_provider(jobs: Sequence[RefreshJob]) -> list[RefreshJob]:
+    """Round-robin over providers, so that one provider's cap never idles the other threads."""
+    groups: dict[str, list[RefreshJob]] = defaultdict(list)
+    for job in jobs:
+        groups[job.provider].append(job)
+    ordered: list[RefreshJob] = []
+    lists = list(groups.values())
+    for index in range(max((len(group) for group in lists), default=0)):
+        ordered.extend(group[index] for group in lists if index < len(group))
+    return ordered
+
+
+_DONE = object()
+
+
+def connections_refresh_many(
+    connection_ids: Sequence[str],
+    *,
+    claim_until: datetime,
+    concurrency: int | None = None,
+    deadline_s: float | None = None,
+    client_factory: Callable[[], httpx.Client] | None = None,
+) -> RefreshSummary:
+    """Poll claimed connections concurrently and store every outcome.
+
+    Threads (``LADDER_REFRESH_CONCURRENCY`` at most, each with its own httpx.Client) only fetch;
+    a provider's polls in flight are capped (``LADDER_REFRESH_PROVIDER_CONCURRENCY``, default
+    ``LADDER_REFRESH_PROVIDER_CONCURRENCY_DEFAULT``). The calling thread writes the outcomes in
+    batches as they arrive (one database connection, one state-version bump per batch). After
+    ``deadline_s`` no new poll starts; the claims of connections not polled yet are released.
+    """
+    started = time.monotonic()
+    summary = RefreshSummary()
+    jobs = jobs_load(list(connection_ids), claim_until=claim_until)
+    summary.claimed = len(jobs)
+    if not jobs:
+        return summary
+    config = configuration_load()
+    to_fetch = interleave_by_provider([job for job in jobs if not job.skip_reason])
+    skipped = [job for job in jobs if job.skip_reason]
+    if skipped:
+        now = timezone.now()
+        summary.outcomes.update(
+            outcomes_write([Outcome(job, now) for job in skipped], claim_until=claim_until, config=config)
+        )
+    if to_fetch:
+        limit = concurrency or int(getattr(settings, "LADDER_REFRESH_CONCURRENCY", 64))
+        summary.outcomes.update(
+            _fetch_and_write(
+                to_fetch,
+                claim_until=claim_until,
+                config=config,
+                threads=max(1, min(limit, len(to_fetch))),
+                deadline=None if deadline_s is None else started + deadline_s,
+                client_factory=client_factory or default_client,
+            )
+        )
+    summary.elapsed_s = time.monotonic() - started
+    return summary
+
+
+def default_client() -> httpx.Client:
+    return httpx.Client(timeout=DEFAULT_TIMEOUT, follow_redirects=False)
+
+
+def _fetch_and_write(
+    jobs: list[RefreshJob],
+    *,
+    claim_until: datetime,
+    config: LadderConfig,
+    threads: int,
+    deadline: float | None,
+    client_factory: Callable[[], httpx.Client],
+) -> Counter[str]:
+    work: queue.SimpleQueue[RefreshJob] = queue.SimpleQueue()
+    for job in jobs:
+        work.put(job)
+    results: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    stop = threading.Event()
+    caps: dict[str, threading.BoundedSemaphore] = {
+        provider: threading.BoundedSemaphore(provider_cap(provider))
+        for provider in {j.provider for j in jobs}
+    }
+
+    def fetcher() -> None:
+        try:
+            with client_factory() as client:
+                while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+                    try:
+                        job = work.get_nowait()
+                    except queue.Empty:
+                        break
+                    with caps[job.provider]:
+                        results.put(job_fetch(job, client))
+        except Exception:  # a client that cannot be built; the unpolled claims are released below
+            logger.exception("refresh: a fetch thread failed")
+        finally:
+            results.put(_DONE)
+
+    workers = [threading.Thread(target=fetcher, name=f"refresh-{i}", daemon=True) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    counts: Counter[str] = Counter()
+    pending: list[Outcome] = []
+    last_write = time.monotonic()
+    running = len(workers)
+    try:
+        while running:
+            try:
+                item = results.get(timeout=WRITE_EVERY_S)
+            except queue.Empty:
+                item = None
+            if item is _DONE:
+                running -= 1
+            elif item is not None:
+                pending.append(item)
+            if pending and (
+                len(pending) >= WRITE_BATCH or item is None or time.monotonic() - last_write >= WRITE_EVERY_S
+            ):
+                counts.update(outcomes_write(pending, claim_until=claim_until, config=config))
+                pending = []
+                last_write = time.monotonic()
+        if pending:
+            counts.update(outcomes_write(pending, claim_until=claim_until, config=config))
+    finally:
+        stop.set()
+        counts[RELEASED] += _release_unpolled(work, claim_until=claim_until)
+        if not counts[RELEASED]:
+            del counts[RELEASED]
+    return counts
+
+
+def _release_unpolled(work: queue.SimpleQueue[RefreshJob], *, claim_until: datetime) -> int:
+    unpolled: list[str] = []
+    while True:
+        try:
+            unpolled.append(work.get_nowait().connection_id)
+        except queue.Empty:
+            break
+    if not unpolled:
+        return 0
+    logger.warning("refresh: deadline reached, %d claimed connections handed back unpolled", len(unpolled))
+    try:
+        return claims_release(connection_ids=unpolled, claim_until=claim_until)
+    except DatabaseError:
+        logger.exception("refresh: releasing %d claims failed; they lapse at the lease's end", len(unpolled))
+        return 0
+
+
+# --- runs (what the tasks call) --------------------------------------------------------------
+
+
+def refresh_due_run(
+    *, lease_s: float, deadline_s: float | None = None, limit: int | None = None
+) -> RefreshSummary:
+    """The periodic fan-out: record the beat tick, claim the due connections, refresh them."""
+    now = timezone.now()
+    hotstate.beat_record(now=now)
+    limit = limit if limit is not None else int(getattr(settings, "LADDER_REFRESH_BATCH_MAX", 5000))
+    ids = connections_claim_due(now=now, limit=limit, lease_s=lease_s)
+    if not ids:
+        return RefreshSummary()
+    summary = connections_refresh_many(ids, claim_until=claim_deadline(now, lease_s), deadline_s=deadline_s)
+    logger.info("refresh fan-out: %s", summary.as_dict())
+    return summary
+
+
+def refresh_connections_run(
+    connection_ids: Sequence[str], *, lease_s: float, deadline_s: float | None = None
+) -> RefreshSummary:
+    """Refresh these connections now (a resolution's refresh list), if nobody else is on them."""
+    now = timezone.now()
+    ids = connections_claim(connection_ids=connection_ids, now=now, lease_s=lease_s)
+    try:
+        if not ids:
+            return RefreshSummary()
+        return connections_refresh_many(ids, claim_until=claim_deadline(now, lease_s), deadline_s=deadline_s)
+    finally:
+        refresh_pending_clear(connection_ids)
+
+
+# --- refreshes asked for by resolutions ------------------------------------------------------
+
+
+def refresh_pending_key(connection_id: str) -> str:
+    return f"{hotstate.key_prefix()}:refresh_pending:{connection_id}"
+
+
+def refresh_request(*, connection_ids: Iterable[str]) -> list[str]:
+    """Queue an immediate refresh of these connections (a resolution's ``refresh`` list).
+
+    Deduplicated: a connection already queued within ``LADDER_REFRESH_REQUEST_DEDUPE_S`` is not
+    queued again (Redis ``SET NX`` with that TTL). The task is sent when the current transaction
+    commits. Never raises: with Redis down nothing is queued (logged; the beat fan-out still polls
+    the connection when due). Returns the ids queued."""
+    ids = [cid for cid in dict.fromkeys(connection_ids) if isinstance(cid, str) and cid]
+    if not ids:
+        return []
+    ttl_s = max(1, int(getattr(settings, "LADDER_REFRESH_REQUEST_DEDUPE_S", 30)))
+    try:
+        pipe = hotstate.client().pipeline(transaction=False)
+        for cid in ids:
+            pipe.set(refresh_pending_key(cid), "1", nx=True, ex=ttl_s)
+        answers = pipe.execute()
+    except hotstate.HotStateUnavailable as exc:
+        logger.warning("refresh request for %d connections skipped: %s", len(ids), exc)
+        return []
+    except (redis.RedisError, OSError) as exc:
+        hotstate.mark_down(exc)
+        logger.warning("refresh request for %d connections skipped: Redis unavailable (%s)", len(ids), exc)
+        return []
+    queued = [cid for cid, answer in zip(ids, answers, strict=True) if answer]
+    if queued:
+        transaction.on_commit(partial(_enqueue_refresh, queued))
+    return queued
+
+
+def _enqueue_refresh(connection_ids: list[str]) -> None:
+    from ladder.tasks import refresh_connections  # tasks import services; enqueue lazily
+
+    try:
+        refresh_connections.apply_async(args=[connection_ids], retry=False)
+    except Exception as exc:  # the broker is down: never fail the resolution that asked
+        logger.warning("refresh request for %s not queued: %s", ", ".join(connection_ids), exc)
+        refresh_pending_clear(connection_ids)
+
+
+def refresh_pending_clear(connection_ids: Iterable[str]) -> None:
+    keys = [refresh_pending_key(cid) for cid in connection_ids]
+    if not keys:
+        return
+    try:
+        hotstate.client().delete(*keys)
+    except hotstate.HotStateUnavailable:
+        pass
+    except (redis.RedisError, OSError) as exc:
+        hotstate.mark_down(exc)

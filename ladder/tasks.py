@@ -1,0 +1,90 @@
+"""Celery tasks: thin interfaces over the services. They take ids, are idempotent (a claim makes a
+second run of the same refresh a no-op), have soft and hard time limits, and retry only transient
+errors (the database or the broker briefly unreachable) with jittered exponential backoff.
+
+Time limits come from settings through CELERY_TASK_ANNOTATIONS (the values below are the fallback).
+A refresh claims its connections for the task's hard time limit: a worker killed at that limit
+leaves claims that lapse exactly then. New polls stop starting at 60 % of the soft limit, so that the
+ones in flight (each bounded by the adapters' HTTP timeouts) finish before it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from celery import Task, shared_task
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerOperationalError
+
+from ladder.services.readings import readings_purge as readings_purge_service
+from ladder.services.refresh import refresh_connections_run, refresh_due_run
+
+# Worth retrying: the database or the broker was briefly unreachable. Upstream faults never raise
+# out of the services (they are classified and stored), so they never retry a whole task.
+TRANSIENT_ERRORS = (OperationalError, InterfaceError, BrokerOperationalError)
+REFRESH_TIME_LIMIT_S = 60
+REFRESH_SOFT_TIME_LIMIT_S = 50
+DEADLINE_SHARE = 0.6
+
+RETRY_OPTIONS: dict[str, Any] = {
+    "autoretry_for": TRANSIENT_ERRORS,
+    "retry_backoff": 2,
+    "retry_backoff_max": 30,
+    "retry_jitter": True,
+    "max_retries": 3,
+    "acks_late": True,
+    "ignore_result": True,
+}
+
+
+def _limits(task: Task) -> tuple[float, float]:
+    """(hard, soft) time limits of this run: the message's own, else the task's."""
+    requested = getattr(task.request, "timelimit", None) or (None, None)
+    hard = requested[0] or task.time_limit or REFRESH_TIME_LIMIT_S
+    soft = requested[1] or task.soft_time_limit or min(REFRESH_SOFT_TIME_LIMIT_S, hard)
+    return float(hard), float(soft)
+
+
+@shared_task(
+    bind=True,
+    name="ladder.tasks.refresh_due",
+    soft_time_limit=REFRESH_SOFT_TIME_LIMIT_S,
+    time_limit=REFRESH_TIME_LIMIT_S,
+    **RETRY_OPTIONS,
+)
+def refresh_due(self: Task) -> dict[str, Any]:
+    """The beat's fan-out: record the tick, claim the due connections, refresh them concurrently."""
+    hard, soft = _limits(self)
+    return refresh_due_run(lease_s=hard, deadline_s=soft * DEADLINE_SHARE).as_dict()
+
+
+@shared_task(
+    bind=True,
+    name="ladder.tasks.refresh_connections",
+    soft_time_limit=REFRESH_SOFT_TIME_LIMIT_S,
+    time_limit=REFRESH_TIME_LIMIT_S,
+    **RETRY_OPTIONS,
+)
+def refresh_connections(self: Task, connection_ids: list[str]) -> dict[str, Any]:
+    """Refresh these connections now (asked for by a resolution); ones already being refreshed are
+    left to their claim holder."""
+    hard, soft = _limits(self)
+    ids = [str(cid) for cid in connection_ids or ()]
+    return refresh_connections_run(ids, lease_s=hard, deadline_s=soft * DEADLINE_SHARE).as_dict()
+
+
+@shared_task(
+    bind=True,
+    name="ladder.tasks.readings_purge",
+    soft_time_limit=600,
+    time_limit=660,
+    **RETRY_OPTIONS,
+)
+def readings_purge(self: Task, retention_days: float | None = None) -> dict[str, int]:
+    """Delete history older than the retention (LADDER_READING_RETENTION_DAYS); keeps each
+    connection's latest reading."""
+    days = retention_days if retention_days is not None else settings.LADDER_READING_RETENTION_DAYS
+    return readings_purge_service(older_than=timezone.now() - timedelta(days=float(days)))

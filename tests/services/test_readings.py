@@ -1,0 +1,281 @@
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import redis
+from django.core.exceptions import ValidationError
+
+from ladder import selectors
+from ladder.domain.types import Reading, Window
+from ladder.models import Connection, FailureEvent, QuotaReading, QuotaWindow
+from ladder.services import hotstate
+from ladder.services.readings import ClaimLost, reading_record, readings_purge
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
+TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
+
+
+@pytest.fixture
+def hot(settings: Any) -> Iterator[redis.Redis]:
+    """The hot state in Redis DB 15 under a prefix of this test's own; its keys are removed after."""
+    prefix = f"test-readings:{uuid.uuid4().hex}"
+    settings.LADDER_HOTSTATE_REDIS_URL = TEST_REDIS_URL
+    settings.LADDER_HOTSTATE_PREFIX = prefix
+    hotstate.mark_up()
+    client = redis.Redis.from_url(TEST_REDIS_URL)
+    yield client
+    keys = list(client.scan_iter(f"{prefix}:*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+    hotstate.mark_up()
+
+
+@pytest.fixture
+def connection() -> Connection:
+    return Connection.objects.create(id="c1", provider="claude", auth_type="oauth")
+
+
+def reading(*windows: tuple[str, float], at: datetime = NOW, **kwargs: Any) -> Reading:
+    return Reading(
+        fetched_at=at,
+        windows=tuple(Window(name, pct, reset_at=kwargs.pop("reset_at", None)) for name, pct in windows),
+        **kwargs,
+    )
+
+
+def latches(stored_id: int) -> dict[str, bool]:
+    return dict(QuotaWindow.objects.filter(reading_id=stored_id).values_list("name", "latched"))
+
+
+def test_it_refuses_a_reading_dated_more_than_300_s_in_the_future(connection: Connection) -> None:
+    with pytest.raises(ValidationError) as error:
+        reading_record(
+            connection_id="c1", reading=reading(("5h", 50), at=NOW + timedelta(seconds=301)), now=NOW
+        )
+
+    assert "fetched_at" in error.value.message_dict
+    assert "fetched_at" in error.value.message_dict["fetched_at"][0]
+    assert not QuotaReading.objects.exists()
+    stored = reading_record(
+        connection_id="c1", reading=reading(("5h", 50), at=NOW + timedelta(seconds=299)), now=NOW
+    )
+    assert stored.is_latest
+
+
+def test_it_refuses_a_window_outside_0_to_100_and_duplicate_names(connection: Connection) -> None:
+    with pytest.raises(ValidationError) as error:
+        reading_record(connection_id="c1", reading=reading(("5h", 101), ("7d", -1)), now=NOW)
+    assert set(error.value.message_dict) == {"windows[0].remaining_pct", "windows[1].remaining_pct"}
+
+    with pytest.raises(ValidationError) as error:
+        reading_record(connection_id="c1", reading=reading(("5h", 10), ("5h", 20)), now=NOW)
+    assert "windows[1].name" in error.value.message_dict
+    assert not QuotaReading.objects.exists()
+
+
+def test_it_refuses_an_unknown_connection() -> None:
+    with pytest.raises(Connection.DoesNotExist):
+        reading_record(connection_id="nope", reading=reading(("5h", 10)), now=NOW)
+
+
+def test_it_stores_the_reading_with_its_windows(connection: Connection) -> None:
+    reset = NOW + timedelta(hours=2)
+    stored = reading_record(
+        connection_id="c1",
+        reading=Reading(
+            fetched_at=NOW,
+            windows=(Window("5h", 63, reset), Window("7d-opus", 20, None, scope_models=("*opus*",))),
+            observed_overage="hard-stop",
+        ),
+        now=NOW,
+    )
+
+    latest = selectors.readings_latest()["c1"]
+    assert latest == stored.reading
+    assert [(w.name, w.remaining_pct, w.reset_at, w.scope_models) for w in latest.windows] == [
+        ("5h", 63, reset, ()),
+        ("7d-opus", 20, None, ("*opus*",)),
+    ]
+    assert latest.observed_overage == "hard-stop"
+
+
+def test_it_latches_at_the_cutoff_and_clears_only_above_the_floor(connection: Connection) -> None:
+    sequence = [(50, False), (2, True), (4, True), (5, True), (1, True), (5.5, False), (3, False)]
+    for step, (pct, expected) in enumerate(sequence):
+        stored = reading_record(
+            connection_id="c1", reading=reading(("5h", pct), at=NOW + timedelta(seconds=step)), now=NOW
+        )
+        assert stored.reading.windows[0].latched is expected, (step, pct)
+        assert latches(stored.id) == {"5h": expected}
+
+
+def test_it_takes_each_latch_from_the_same_name_window(connection: Connection) -> None:
+    reading_record(connection_id="c1", reading=reading(("5h", 1), ("7d", 40)), now=NOW)
+
+    stored = reading_record(
+        connection_id="c1", reading=reading(("7d", 4), ("5h", 4), at=NOW + timedelta(seconds=1)), now=NOW
+    )
+
+    assert latches(stored.id) == {"5h": True, "7d": False}
+
+
+def test_it_keeps_a_latch_across_an_unverifiable_reading_without_windows(connection: Connection) -> None:
+    reading_record(connection_id="c1", reading=reading(("5h", 0)), now=NOW)
+    reading_record(
+        connection_id="c1",
+        reading=Reading(NOW + timedelta(seconds=1), (), verifiable=False, note="malformed JSON"),
+        now=NOW,
+    )
+
+    stored = reading_record(
+        connection_id="c1", reading=reading(("5h", 4), at=NOW + timedelta(seconds=2)), now=NOW
+    )
+
+    assert latches(stored.id) == {"5h": True}
+
+
+def test_it_resets_the_backoff_level_only_when_every_window_is_above_the_floor(
+    connection: Connection,
+) -> None:
+    Connection.objects.filter(pk="c1").update(backoff_level=4)
+
+    reading_record(connection_id="c1", reading=reading(("5h", 80), ("7d", 5)), now=NOW)
+    assert Connection.objects.get(pk="c1").backoff_level == 4
+
+    reading_record(
+        connection_id="c1",
+        reading=reading(("5h", 80), ("7d", 6), at=NOW + timedelta(seconds=1), verifiable=False),
+        now=NOW,
+    )
+    assert Connection.objects.get(pk="c1").backoff_level == 4
+
+    reading_record(
+        connection_id="c1", reading=reading(("5h", 80), ("7d", 6), at=NOW + timedelta(seconds=2)), now=NOW
+    )
+    assert Connection.objects.get(pk="c1").backoff_level == 0
+
+
+def test_it_schedules_the_next_poll_one_interval_later_or_at_a_sooner_reset(connection: Connection) -> None:
+    stored = reading_record(connection_id="c1", reading=reading(("5h", 80)), now=NOW)
+    assert stored.next_refresh_at == NOW + timedelta(seconds=60)
+    assert Connection.objects.get(pk="c1").next_refresh_at == NOW + timedelta(seconds=60)
+
+    soon = NOW + timedelta(seconds=20)
+    stored = reading_record(
+        connection_id="c1", reading=reading(("5h", 0), reset_at=soon, at=NOW + timedelta(seconds=1)), now=NOW
+    )
+    assert Connection.objects.get(pk="c1").next_refresh_at == soon + timedelta(seconds=1)
+
+
+def test_it_postpones_the_poll_after_a_fresh_header_reading(connection: Connection) -> None:
+    reading_record(connection_id="c1", reading=reading(("5h", 80), source="headers"), now=NOW)
+
+    # max_reading_age_s 180 − refresh_interval_s 60: polled while the header reading is still fresh.
+    assert Connection.objects.get(pk="c1").next_refresh_at == NOW + timedelta(seconds=120)
+
+
+def test_it_never_brings_a_backed_off_poll_forward_for_a_header_reading(connection: Connection) -> None:
+    backed_off = NOW + timedelta(seconds=900)
+    Connection.objects.filter(pk="c1").update(next_refresh_at=backed_off)
+
+    reading_record(connection_id="c1", reading=reading(("5h", 80), source="headers"), now=NOW)
+
+    assert Connection.objects.get(pk="c1").next_refresh_at == backed_off
+
+
+def test_it_bumps_the_state_version(connection: Connection) -> None:
+    before = selectors.state_version_get()
+
+    reading_record(connection_id="c1", reading=reading(("5h", 80)), now=NOW)
+
+    assert selectors.state_version_get() == before + 1
+
+
+def test_it_keeps_an_older_reading_as_history_only(connection: Connection) -> None:
+    reading_record(connection_id="c1", reading=reading(("5h", 30), at=NOW), now=NOW)
+    scheduled = Connection.objects.get(pk="c1").next_refresh_at
+    before = selectors.state_version_get()
+
+    stored = reading_record(
+        connection_id="c1", reading=reading(("5h", 90), at=NOW - timedelta(seconds=30)), now=NOW
+    )
+
+    assert not stored.is_latest
+    assert QuotaReading.objects.count() == 2
+    assert selectors.readings_latest()["c1"].windows[0].remaining_pct == 30
+    assert Connection.objects.get(pk="c1").next_refresh_at == scheduled
+    assert selectors.state_version_get() == before
+
+
+def test_it_writes_only_while_holding_the_claim(connection: Connection) -> None:
+    mine = NOW + timedelta(seconds=60)
+    Connection.objects.filter(pk="c1").update(claimed_until=NOW + timedelta(seconds=61))  # someone else's
+
+    with pytest.raises(ClaimLost):
+        reading_record(connection_id="c1", reading=reading(("5h", 80)), now=NOW, claim_until=mine)
+    assert not QuotaReading.objects.exists()
+
+    Connection.objects.filter(pk="c1").update(claimed_until=mine)
+    reading_record(
+        connection_id="c1",
+        reading=reading(("5h", 80)),
+        now=NOW,
+        claim_until=mine,
+        connection_updates={"last_polled_at": NOW},
+    )
+    row = Connection.objects.get(pk="c1")
+    assert row.claimed_until is None
+    assert row.last_polled_at == NOW
+
+
+def test_it_writes_the_hot_state_after_commit(
+    connection: Connection, hot: redis.Redis, django_capture_on_commit_callbacks: Any
+) -> None:
+    key = hotstate.reading_key("c1")
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        stored = reading_record(connection_id="c1", reading=reading(("5h", 1)), now=NOW)
+        assert hot.get(key) is None  # not before the commit
+
+    assert callbacks
+    entry = json.loads(hot.get(key) or b"{}")
+    assert entry["reading_id"] == stored.id
+    assert entry["windows"][0] == {
+        "name": "5h",
+        "remaining_pct": 1,
+        "reset_at": None,
+        "scope_models": [],
+        "latched": True,
+    }
+    assert hotstate.readings_get(["c1"])["c1"] == stored.reading
+
+
+def test_it_purges_old_readings_but_keeps_each_connections_latest(connection: Connection) -> None:
+    Connection.objects.create(id="c2", provider="codex", auth_type="oauth")
+    old = NOW - timedelta(days=40)
+    for step in range(3):
+        reading_record(
+            connection_id="c1", reading=reading(("5h", 50), at=old + timedelta(minutes=step)), now=NOW
+        )
+    recent = reading_record(connection_id="c1", reading=reading(("5h", 60), at=NOW), now=NOW)
+    only_c2 = reading_record(connection_id="c2", reading=reading(("5h", 70), at=old), now=NOW)
+    FailureEvent.objects.create(
+        connection_id="c1", status=429, classification="rate_limited", observed_at=old, source="poll"
+    )
+    FailureEvent.objects.create(
+        connection_id="c1", status=429, classification="rate_limited", observed_at=NOW
+    )
+
+    deleted = readings_purge(older_than=NOW - timedelta(days=30), chunk_size=2)
+
+    assert deleted == {"readings": 3, "failures": 1}
+    assert set(QuotaReading.objects.values_list("id", flat=True)) == {recent.id, only_c2.id}
+    assert set(QuotaWindow.objects.values_list("reading_id", flat=True)) == {recent.id, only_c2.id}
+    assert FailureEvent.objects.count() == 1
