@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | sha1sum | cut -c1-12)
 
-.PHONY: run test lint typecheck pytest acceptance venv bench-domain bench-refresh check-deploy clean
+.PHONY: run test lint typecheck pytest acceptance venv bench-domain bench-refresh bench-api bench-dashboard browsers check-deploy clean
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,10 +17,15 @@ $(STAMP): pyproject.toml requirements.lock
 
 venv: $(STAMP)
 
+# The browser tests drive Debian's Chromium through its chromedriver (never a downloaded browser).
+browsers:
+	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || \
+	  (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver)
+
 run: $(STAMP)
 	$(PY) manage.py ladder_run --port $(PORT)
 
-test: $(STAMP) lint typecheck pytest acceptance
+test: $(STAMP) browsers lint typecheck pytest acceptance
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -42,3 +47,9 @@ clean:
 
 bench-refresh: $(STAMP)
 	$(PY) benchmarks/bench_refresh.py
+
+bench-api: $(STAMP)
+	$(PY) benchmarks/bench_api.py
+
+bench-dashboard: $(STAMP)
+	$(PY) benchmarks/bench_dashboard.py

@@ -8,11 +8,12 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Model, QuerySet, URLField
 from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
+from django.utils import timezone
 
 from ladder import selectors, services
 from ladder.domain.billing import BillingVerdict, classify_billing
@@ -21,6 +22,8 @@ from ladder.domain.types import ModelEntry, Rung, Snapshot
 from ladder.models import (
     BillingCatalogEntry,
     Connection,
+    FailureEvent,
+    GatewayToken,
     LadderConfiguration,
     ModelCatalogEntry,
     QuotaReading,
@@ -28,6 +31,7 @@ from ladder.models import (
     StateVersion,
     UsageEvent,
 )
+from ladder.services.tokens import gateway_token_issue, gateway_token_revoke
 
 ListDisplay = tuple[str | Callable[[Any], str | bool], ...]
 UNCURATED = "unknown — treated as metered (uncurated)"
@@ -433,4 +437,103 @@ class StateVersionAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+
+class GatewayTokenForm(ModelForm):
+    class Meta:
+        model = GatewayToken
+        fields = ("name", "scope_resolve", "scope_report")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if not (cleaned.get("scope_resolve") or cleaned.get("scope_report")):
+            raise forms.ValidationError("A gateway token needs at least one scope: resolve, report.")
+        return cleaned
+
+
+@admin.register(GatewayToken)
+class GatewayTokenAdmin(admin.ModelAdmin):
+    """Tokens of the gateway API. The value is generated at creation and shown once, in a message;
+    only its SHA-256 is stored. Revoke rather than delete, so that last_used_at stays visible."""
+
+    form = GatewayTokenForm
+    list_display = (
+        "name",
+        "prefix_shown",
+        "scope_resolve",
+        "scope_report",
+        "created_at",
+        "last_used_at",
+        "status",
+    )
+    list_filter = ("scope_resolve", "scope_report", ("revoked_at", admin.EmptyFieldListFilter))
+    search_fields = ("name", "prefix")
+    readonly_fields = ("prefix_shown", "created_at", "last_used_at", "revoked_at")
+    actions = ("revoke_tokens",)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        if obj is None:
+            return ("name", "scope_resolve", "scope_report")
+        return (
+            "name",
+            "prefix_shown",
+            "scope_resolve",
+            "scope_report",
+            "created_at",
+            "last_used_at",
+            "revoked_at",
+        )
+
+    @admin.display(description="token starts with")
+    def prefix_shown(self, obj: GatewayToken) -> str:
+        return f"{obj.prefix}…" if obj.prefix else "—"
+
+    @admin.display(description="status")
+    def status(self, obj: GatewayToken) -> str:
+        return f"revoked {obj.revoked_at:%Y-%m-%d %H:%M}" if obj.revoked_at else "active"
+
+    def save_model(self, request: HttpRequest, obj: GatewayToken, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        plaintext = gateway_token_issue(obj)
+        messages.warning(
+            request,
+            f"Gateway token “{obj.name}”: {plaintext} — copy it now, it is not shown again "
+            "(only its hash is stored).",
+        )
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[GatewayToken]) -> None:
+        ids = list(queryset.values_list("pk", flat=True))
+        revoked = gateway_token_revoke(token_ids=ids, now=timezone.now())
+        self.message_user(request, f"{revoked} token(s) revoked.", messages.SUCCESS)
+
+
+@admin.register(FailureEvent)
+class FailureEventAdmin(admin.ModelAdmin):
+    """Upstream failures as reported by the gateway or met by a poll: read-only history."""
+
+    list_display = (
+        "observed_at",
+        "connection",
+        "status",
+        "classification",
+        "window",
+        "reset_at",
+        "cooldown_until",
+        "model",
+        "source",
+    )
+    list_filter = ("classification", "source", "status", "connection__provider")
+    search_fields = ("connection__id", "model", "window", "detail")
+    list_select_related = ("connection",)
+    ordering = ("-observed_at", "-id")
+    date_hierarchy = "observed_at"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False

@@ -503,3 +503,30 @@ class Heartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} at {self.last_at}"
+
+
+class CatalogChange(models.Model):
+    """One field of a billing catalog row changed by a person on the dashboard (who, when, old → new)."""
+
+    # SET_NULL and a label: the history outlives a deleted row or user.
+    entry = models.ForeignKey(
+        BillingCatalogEntry, on_delete=models.SET_NULL, null=True, blank=True, related_name="changes"
+    )
+    entry_label = models.CharField(max_length=200)
+    field = models.CharField(max_length=32)
+    old_value = models.TextField(blank=True, default="")
+    new_value = models.TextField(blank=True, default="")
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    changed_by_name = models.CharField(max_length=150)
+    changed_at = models.DateTimeField()
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["-changed_at", "-id"]
+        indexes: ClassVar[list[models.Index]] = [
+            models.Index(fields=["-changed_at"], name="catalog_change_at_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.entry_label} {self.field}: {self.old_value!r} → {self.new_value!r}"

@@ -1,9 +1,38 @@
-from django.urls import path
+from django.urls import path, re_path
 
-from ladder import views
+import ladder.views as dashboard
+from ladder import api
 
 app_name = "ladder"
 
 urlpatterns = [
-    path("healthz", views.healthz, name="healthz"),
+    path("healthz", api.healthz, name="healthz"),
+    path("readyz", api.readyz, name="readyz"),
+    path("v1/models", api.models_list, name="models"),
+    path("api/v1/openapi.json", api.openapi_schema, name="openapi"),
+    path("api/v1/pools/resolve", api.pools_resolve, name="pools-resolve"),
+    path("api/v1/usage", api.usage_report, name="usage"),
+    path("api/v1/connections", api.connections_list, name="connections"),
+    path("api/v1/connections/<str:connection_id>", api.connection_detail, name="connection"),
+    path(
+        "api/v1/connections/<str:connection_id>/observations",
+        api.connection_observations,
+        name="connection-observations",
+    ),
+    path(
+        "api/v1/connections/<str:connection_id>/failures", api.connection_failures, name="connection-failures"
+    ),
+    re_path(r"^api/(?P<rest>.*)$", api.not_found, name="api-not-found"),
+    # The htmx dashboard (ladder.views).
+    path("", dashboard.overview, name="overview"),
+    path("login/", dashboard.DashboardLoginView.as_view(), name="login"),
+    path("logout/", dashboard.DashboardLogoutView.as_view(), name="logout"),
+    path("pool/", dashboard.pool_preview, name="pool_preview"),
+    path("connections/<str:connection_id>/", dashboard.connection_detail, name="connection_page"),
+    path(
+        "connections/<str:connection_id>/refresh", dashboard.connection_refresh_now, name="connection_refresh"
+    ),
+    path("catalog/", dashboard.catalog, name="catalog"),
+    path("catalog/new", dashboard.catalog_entry_new, name="catalog_new"),
+    path("catalog/<int:entry_id>/", dashboard.catalog_entry_edit, name="catalog_entry"),
 ]

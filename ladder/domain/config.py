@@ -24,7 +24,13 @@ CONFIG_FIELDS = (
 
 
 def is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite int or float (never a bool); an integer too large for a float is no number here."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def config_errors(values: Mapping[str, Any]) -> dict[str, str]:

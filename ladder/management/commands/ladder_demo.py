@@ -10,11 +10,13 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from ladder.models import Connection
 from ladder.services import bump_state_version
+from ladder.services.tokens import gateway_token_generate
 
 # (id, fixture kind served by the fake upstream, provider, auth_type, models or None)
 DEMO_CONNECTIONS: tuple[tuple[str, str, str, str, list[str] | None], ...] = (
@@ -56,7 +58,23 @@ class Command(BaseCommand):
                     created += 1
             bump_state_version()
         self.stdout.write(f"demo connections: {created} created, {len(DEMO_CONNECTIONS) - created} kept")
+        self._demo_token()
         self._admin_login()
+
+    def _demo_token(self) -> None:
+        """The demo's gateway token: LADDER_DEMO_TOKEN, else a generated one kept in .local/."""
+        value = os.environ.get("LADDER_DEMO_TOKEN")
+        if not value:
+            path = Path(settings.BASE_DIR) / ".local" / "demo-token"
+            if not path.exists():
+                path.parent.mkdir(mode=0o700, exist_ok=True)
+                path.write_text(gateway_token_generate())
+                path.chmod(0o600)
+            value = path.read_text().strip()
+        try:
+            call_command("ladder_token_create", "demo", "--value", value, stdout=self.stdout)
+        except CommandError as exc:
+            self.stdout.write(f"demo gateway token: {exc} (kept)")
 
     def _admin_login(self) -> None:
         users = get_user_model()

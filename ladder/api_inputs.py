@@ -1,0 +1,220 @@
+"""Request bodies of the gateway API → typed values. A wrong shape is a 400 naming the field
+(`events[3].input_tokens`), with the offline state file's own parsers where they apply."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, TypeVar
+
+from ladder.api_errors import ApiError, invalid
+from ladder.domain.types import Candidate
+from ladder.services.usage import MAX_EVENTS, UsageInput, quantize_usd
+from ladder.statefile import StateError, parse_candidates, parse_time
+
+T = TypeVar("T")
+
+MAX_TOKENS = 10**12
+MAX_COST_USD = 10**9
+MAX_ID_CHARS = 200
+MAX_HEADERS = 500
+
+
+def is_number(value: Any) -> bool:
+    """A JSON number: not a boolean, finite. (A huge integer is finite, never converted to float.)"""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and math.isfinite(value)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _from_state_error(exc: StateError) -> ApiError:
+    return invalid(str(exc), exc.path or None)
+
+
+class Body:
+    """A JSON object read field by field; keys outside `allowed` are refused (they would be ignored)."""
+
+    def __init__(self, value: Any, path: str, allowed: Sequence[str]) -> None:
+        if not isinstance(value, dict):
+            raise invalid(f"{path or 'the body'}: must be a JSON object", path or None)
+        for key in value:
+            if key not in allowed:
+                field = _join(path, key)
+                raise invalid(f"{field}: unknown key; accepted: {', '.join(allowed)}", field)
+        self.value = value
+        self.path = path
+
+    def field(self, key: str) -> str:
+        return _join(self.path, key)
+
+    def need(self, key: str, parse: Callable[[Any, str], T]) -> T:
+        if key not in self.value:
+            raise invalid(f"{self.field(key)}: is required", self.field(key))
+        return parse(self.value[key], self.field(key))
+
+    def get(self, key: str, parse: Callable[[Any, str], T], default: T) -> T:
+        if key not in self.value or self.value[key] is None:
+            return default
+        return parse(self.value[key], self.field(key))
+
+
+def text(value: Any, field: str, *, max_chars: int = MAX_ID_CHARS) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise invalid(f"{field}: must be a non-empty string", field)
+    if len(value) > max_chars:
+        raise invalid(f"{field}: must be at most {max_chars} characters", field)
+    return value
+
+
+def count(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise invalid(f"{field}: must be a whole number ≥ 0", field)
+    if not 0 <= value <= MAX_TOKENS:
+        raise invalid(f"{field}: must be between 0 and {MAX_TOKENS}", field)
+    return value
+
+
+def usd(value: Any, field: str) -> Decimal:
+    if not is_number(value) or value < 0 or value > MAX_COST_USD:
+        raise invalid(f"{field}: must be a number of USD between 0 and {MAX_COST_USD}", field)
+    return quantize_usd(Decimal(str(value)))
+
+
+def http_status(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 100 <= value <= 599:
+        raise invalid(f"{field}: must be an HTTP status code, a whole number from 100 to 599", field)
+    return value
+
+
+def moment(value: Any, field: str) -> datetime:
+    try:
+        return parse_time(value, field)
+    except StateError as exc:
+        raise _from_state_error(exc) from None
+
+
+def headers(value: Any, field: str) -> dict[str, str]:
+    """Header names to values: strings (numbers are written as text; a list is joined with ", ")."""
+    if not isinstance(value, dict):
+        raise invalid(f"{field}: must be an object of header names to values", field)
+    if len(value) > MAX_HEADERS:
+        raise invalid(f"{field}: at most {MAX_HEADERS} headers", field)
+    result: dict[str, str] = {}
+    for name, item in value.items():
+        where = f"{field}.{name}"
+        if isinstance(item, str):
+            result[name] = item
+        elif is_number(item):
+            result[name] = str(item)
+        elif isinstance(item, list) and all(isinstance(part, str) for part in item):
+            result[name] = ", ".join(item)
+        else:
+            raise invalid(f"{where}: a header value must be a string (or a list of strings)", where)
+    return result
+
+
+@dataclass(frozen=True)
+class ResolveInput:
+    model: Any  # checked by the domain's auto-id grammar (a 400 naming `model`)
+    candidates: tuple[Candidate, ...] | None
+
+
+def resolve_input(document: Any) -> ResolveInput:
+    body = Body(document, "", ("model", "candidates"))
+    if "model" not in body.value:
+        raise invalid("model: is required, e.g. auto/thrifty", "model")
+    try:
+        candidates = parse_candidates(body.value.get("candidates"), "candidates")
+    except StateError as exc:
+        raise _from_state_error(exc) from None
+    return ResolveInput(model=body.value["model"], candidates=candidates)
+
+
+USAGE_KEYS = (
+    "request_id",
+    "connection_id",
+    "model",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "occurred_at",
+)
+
+
+def usage_event(value: Any, path: str) -> UsageInput:
+    body = Body(value, path, USAGE_KEYS)
+    return UsageInput(
+        request_id=body.need("request_id", text),
+        connection_id=body.need("connection_id", text),
+        model=body.need("model", text),
+        input_tokens=body.get("input_tokens", count, 0),
+        output_tokens=body.get("output_tokens", count, 0),
+        cost_usd=body.get("cost_usd", usd, None),
+        occurred_at=body.get("occurred_at", moment, None),
+        path=path,
+    )
+
+
+def usage_input(document: Any) -> list[UsageInput]:
+    """One event, or {"events": [...]} with 1 to 1,000 of them (more: 413)."""
+    if isinstance(document, dict) and "events" in document:
+        Body(document, "", ("events",))
+        events = document["events"]
+        if not isinstance(events, list):
+            raise invalid("events: must be a list of usage events", "events")
+        if not events:
+            raise invalid("events: send at least one event", "events")
+        if len(events) > MAX_EVENTS:
+            raise ApiError(
+                413,
+                "too_many_events",
+                f"events: at most {MAX_EVENTS} events per report (got {len(events)})",
+                field="events",
+            )
+        return [usage_event(item, f"events[{index}]") for index, item in enumerate(events)]
+    return [usage_event(document, "")]
+
+
+@dataclass(frozen=True)
+class ObservationInput:
+    status: int | None
+    headers: dict[str, str]
+    observed_at: datetime | None
+
+
+def observation_input(document: Any) -> ObservationInput:
+    body = Body(document, "", ("status", "headers", "observed_at"))
+    return ObservationInput(
+        status=body.get("status", http_status, None),
+        headers=body.need("headers", headers),
+        observed_at=body.get("observed_at", moment, None),
+    )
+
+
+@dataclass(frozen=True)
+class FailureInput:
+    status: int
+    headers: dict[str, str]
+    body: object
+    model: str | None
+    observed_at: datetime | None
+
+
+def failure_input(document: Any) -> FailureInput:
+    body = Body(document, "", ("status", "headers", "body", "model", "observed_at"))
+    return FailureInput(
+        status=body.need("status", http_status),
+        headers=body.get("headers", headers, {}),
+        body=body.value.get("body"),
+        model=body.get("model", text, None),
+        observed_at=body.get("observed_at", moment, None),
+    )

@@ -1,0 +1,763 @@
+"""Read-side view models of the dashboard, built from the same snapshot and domain calls as the API.
+
+Views only render what is built here. The overview and the pool preview call ``snapshot_load`` and
+``resolve`` exactly as the API does, so the dashboard and the gateway never disagree. The overview
+costs the snapshot's queries whatever the number of connections.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from functools import lru_cache
+from urllib.parse import quote, urlencode
+
+from django.db.models import Count, Prefetch, Sum
+from django.urls import reverse
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from ladder import models as m
+from ladder.domain import (
+    AutoIdError,
+    Candidate,
+    Connection,
+    Reason,
+    Resolution,
+    Rung,
+    Snapshot,
+    Window,
+    advertised_auto_ids,
+    catalog_candidates,
+    classify_billing,
+    resolve,
+    rung_budgets,
+    rung_for,
+)
+from ladder.domain.billing import BillingVerdict
+from ladder.domain.budgets import RungBudget
+from ladder.domain.types import LadderConfig
+from ladder.domain.windows import is_too_old, is_usable, reading_age_s, reset_passed
+from ladder.selectors import catalog_uncurated_kinds, snapshot_load
+
+REASON_WORDS: dict[str, str] = {
+    Reason.UNKNOWN_CONNECTION: "the gateway named a connection the ladder does not know",
+    Reason.DISABLED: "the connection is disabled",
+    Reason.COOLING_DOWN: "the connection is cooling down after a failure",
+    Reason.KEYLESS_NOT_PLAN: "keyless connections never count as a plan",
+    Reason.UNCURATED_PROVIDER: "no billing catalog row: treated as metered until curated",
+    Reason.NOT_PLAN_BILLING: "billing is not a subscription plan",
+    Reason.OVERAGE_NOT_HARD_STOP: "may bill past its quota (overage is not hard-stop)",
+    Reason.RUNG_DISABLED: "this rung is disabled (budget $0)",
+    Reason.BUDGET_EXHAUSTED: "this rung's budget is spent for the period",
+    Reason.NO_READING: "no quota reading yet",
+    Reason.READING_UNVERIFIABLE: "the quota reading could not be verified",
+    Reason.WINDOW_RESET_PASSED: "a window has reset since the reading: it is of a past period",
+    Reason.READING_STALE: "the quota reading is too old",
+    Reason.QUOTA_EXHAUSTED: "quota exhausted (at or below the exit cutoff)",
+    Reason.BELOW_REENTRY_FLOOR: "latched: waiting to climb above the re-entry floor",
+}
+
+RUNG_TITLES: dict[Rung, str] = {
+    Rung.SUBSCRIPTION: "Subscription plans",
+    Rung.KEYLESS: "Keyless",
+    Rung.FREE: "Free models",
+    Rung.CHEAP: "Cheap models",
+    Rung.PREMIUM: "Premium models",
+}
+
+PREVIEW_DEFAULT = "auto/subscription"
+
+
+def reason_words(code: str) -> str:
+    return REASON_WORDS.get(code, code.replace("_", " "))
+
+
+def duration_words(seconds: float) -> str:
+    """A short human duration: 45s, 12m, 3h 05m, 2d 4h."""
+    total = int(max(0.0, seconds))
+    if total < 60:
+        return f"{total}s"
+    minutes, _ = divmod(total, 60)
+    if minutes < 60:
+        return f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h {minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h"
+
+
+def pct_label(value: float) -> str:
+    """12.34 → "12.3", 60.0 → "60"."""
+    return f"{round(value, 1):g}"
+
+
+def until_words(moment: datetime | None, now: datetime) -> str:
+    if moment is None:
+        return "no reset time given"
+    delta = (moment - now).total_seconds()
+    if delta <= 0:
+        return f"passed {duration_words(-delta)} ago"
+    return f"in {duration_words(delta)}"
+
+
+@lru_cache(maxsize=1)
+def _connection_url_prefix() -> str:
+    # reverse() once: the overview links thousands of cards. The placeholder is a valid id.
+    return reverse("ladder:connection_page", args=["x"])[: -len("x/")]
+
+
+def connection_url(connection_id: str) -> str:
+    return f"{_connection_url_prefix()}{quote(connection_id, safe='')}/"
+
+
+def preview_url(auto_id: str) -> str:
+    return f"{reverse('ladder:pool_preview')}?{urlencode({'model': auto_id})}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Overview
+
+
+@dataclass(frozen=True)
+class WindowView:
+    name: str
+    remaining_pct: float
+    cutoff_pct: float
+    floor_pct: float
+    latched: bool
+    usable: bool
+    reset_at: datetime | None
+    reset_in: str
+    reset_passed: bool
+    scope: str
+
+    @property
+    def state(self) -> str:
+        if not self.usable:
+            return "exhausted" if self.remaining_pct <= self.cutoff_pct else "latched"
+        return "band" if self.remaining_pct <= self.floor_pct else "ok"
+
+    @property
+    def band_width_pct(self) -> float:
+        return max(0.0, self.floor_pct - self.cutoff_pct)
+
+    # Pre-formatted numbers of the bar (0–100 user units): cheaper than template filters on 1,000s of bars.
+    @property
+    def pct_label(self) -> str:
+        return pct_label(self.remaining_pct)
+
+    @property
+    def bar_svg(self) -> SafeString:
+        """The remaining-% bar with the hysteresis band (cutoff → floor) drawn on it; numbers and an
+        escaped label only."""
+        cutoff, floor = self.cutoff_x, self.floor_x
+        return mark_safe(  # noqa: S308 - every interpolated value is a number or escaped
+            '<svg class="bar" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" '
+            f'aria-label="{escape(self.aria)}"><rect class="track" x="0" y="0" width="100" height="10"/>'
+            f'<rect class="fill" x="0" y="0" width="{self.fill_x}" height="10"/>'
+            f'<rect class="band" x="{cutoff}" y="0" width="{self.band_w}" height="10"/>'
+            f'<line class="cutoff" x1="{cutoff}" x2="{cutoff}" y1="0" y2="10"/>'
+            f'<line class="floor" x1="{floor}" x2="{floor}" y1="0" y2="10"/></svg>'
+        )
+
+    @property
+    def fill_x(self) -> str:
+        return f"{self.remaining_pct:.2f}"
+
+    @property
+    def cutoff_x(self) -> str:
+        return f"{self.cutoff_pct:.2f}"
+
+    @property
+    def floor_x(self) -> str:
+        return f"{self.floor_pct:.2f}"
+
+    @property
+    def band_w(self) -> str:
+        return f"{self.band_width_pct:.2f}"
+
+    @property
+    def aria(self) -> str:
+        return (
+            f"{self.name}: {self.pct_label}% remaining; exit cutoff {pct_label(self.cutoff_pct)}%, "
+            f"re-entry floor {pct_label(self.floor_pct)}%"
+        )
+
+
+@dataclass(frozen=True)
+class PoolState:
+    grouping: str
+    in_pool: int
+    models: int
+    reasons: tuple[str, ...]  # plain words of every exclusion reason of this card
+
+    @property
+    def label(self) -> str:
+        if self.in_pool == self.models:
+            return "in pool"
+        if self.in_pool == 0:
+            return "out of pool"
+        return f"in pool for {self.in_pool} of {self.models} models"
+
+    @property
+    def css(self) -> str:
+        return "in" if self.in_pool == self.models else ("out" if self.in_pool == 0 else "part")
+
+
+@dataclass
+class ConnectionCard:
+    id: str
+    provider: str
+    auth_type: str
+    keyless: bool
+    enabled: bool
+    disabled_reason: str
+    billing: str
+    overage: str
+    overage_source: str
+    curated: bool
+    cooldown_until: datetime | None
+    cooldown_in: str
+    reading_age: str
+    reading_source: str
+    reading_verifiable: bool
+    reading_note: str
+    reading_stale: bool
+    windows: tuple[WindowView, ...]
+    models: list[str] = field(default_factory=list)
+    pools: list[PoolState] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return connection_url(self.id)
+
+    @property
+    def models_label(self) -> str:
+        count = len(self.models)
+        return f"{count} model{'' if count == 1 else 's'}"
+
+    @property
+    def models_text(self) -> str:
+        return ", ".join(self.models)
+
+
+@dataclass(frozen=True)
+class BudgetView:
+    rung: str
+    budget_usd: float | None
+    spent_usd: float
+    period_ends_at: datetime
+    period_ends_in: str
+
+    @property
+    def state(self) -> str:
+        if self.budget_usd is None:
+            return "none"
+        if self.budget_usd == 0:
+            return "disabled"
+        return "exhausted" if self.spent_usd >= self.budget_usd else "ok"
+
+    @property
+    def spent_pct(self) -> float:
+        if not self.budget_usd:
+            return 0.0
+        return min(100.0, 100.0 * self.spent_usd / self.budget_usd)
+
+
+@dataclass
+class RungColumn:
+    rung: Rung
+    title: str
+    cards: list[ConnectionCard]
+    budget: BudgetView | None
+
+
+@dataclass(frozen=True)
+class AutoIdLink:
+    auto_id: str
+    url: str
+
+
+@dataclass
+class Overview:
+    now: datetime
+    rungs: list[RungColumn]
+    unplaced: list[ConnectionCard]
+    auto_ids: list[AutoIdLink]
+    uncurated: list[str]
+    connection_count: int
+    config: LadderConfig
+
+
+def _window_view(window: Window, config: LadderConfig, now: datetime) -> WindowView:
+    return WindowView(
+        name=window.name,
+        remaining_pct=window.remaining_pct,
+        cutoff_pct=config.exit_cutoff_pct,
+        floor_pct=config.reentry_floor_pct,
+        latched=window.latched,
+        usable=is_usable(window, config),
+        reset_at=window.reset_at,
+        reset_in=until_words(window.reset_at, now),
+        reset_passed=reset_passed(window, now),
+        scope=", ".join(window.scope_models) or "all models",
+    )
+
+
+def _card(
+    connection: Connection, verdict: BillingVerdict, config: LadderConfig, now: datetime, quota: bool
+) -> ConnectionCard:
+    reading = connection.reading
+    cooling = connection.cooldown_until is not None and connection.cooldown_until > now
+    return ConnectionCard(
+        id=connection.id,
+        provider=connection.provider,
+        auth_type=connection.auth_type or "provider-wide",
+        keyless=connection.keyless,
+        enabled=connection.enabled,
+        disabled_reason=connection.disabled_reason or "",
+        billing=verdict.billing,
+        overage=verdict.overage,
+        overage_source=verdict.overage_source,
+        curated=verdict.curated,
+        cooldown_until=connection.cooldown_until if cooling else None,
+        cooldown_in=until_words(connection.cooldown_until, now) if cooling else "",
+        reading_age=duration_words(reading_age_s(reading, now)) if reading else "",
+        reading_source=reading.source if reading else "",
+        reading_verifiable=reading.verifiable if reading else False,
+        reading_note=reading.note if reading else "",
+        reading_stale=bool(reading and is_too_old(reading, now, config)),
+        windows=tuple(_window_view(w, config, now) for w in reading.windows) if (reading and quota) else (),
+    )
+
+
+def _budget_view(budget: RungBudget, now: datetime) -> BudgetView:
+    return BudgetView(
+        rung=budget.rung,
+        budget_usd=budget.budget_usd,
+        spent_usd=budget.spent_usd,
+        period_ends_at=budget.period_ends_at,
+        period_ends_in=until_words(budget.period_ends_at, now),
+    )
+
+
+def _pool_members(resolution: Resolution) -> tuple[set[tuple[str, str]], dict[tuple[str, str], str]]:
+    members = {(cid, e.model) for e in resolution.pool for cid in e.allowed_connection_ids}
+    reasons = {(x.connection_id, x.model): x.reason for x in resolution.excluded}
+    return members, reasons
+
+
+def _pool_state(
+    grouping: str, card: ConnectionCard, members: set[tuple[str, str]], reasons: dict[tuple[str, str], str]
+) -> PoolState:
+    inside = sum(1 for model in card.models if (card.id, model) in members)
+    seen: dict[str, None] = {}
+    for model in card.models:
+        code = reasons.get((card.id, model))
+        if code is not None:
+            seen[reason_words(code)] = None
+    return PoolState(grouping, inside, len(card.models), tuple(seen))
+
+
+def auto_id_links(snapshot: Snapshot) -> list[AutoIdLink]:
+    categories = {c for entry in snapshot.models for c in entry.categories}
+    return [AutoIdLink(auto_id, preview_url(auto_id)) for auto_id in advertised_auto_ids(categories)]
+
+
+def overview_build(*, now: datetime) -> Overview:
+    return overview_from_snapshot(snapshot_load(now=now), now=now)
+
+
+def overview_from_snapshot(snapshot: Snapshot, *, now: datetime, only: str | None = None) -> Overview:
+    """The overview; with ``only``, just that connection's cards (each pair is judged on its own, so
+    its verdicts are the same as in the whole overview)."""
+    config = snapshot.config
+    candidates = catalog_candidates(snapshot, None)
+    if only is not None:
+        candidates = [
+            replace(c, allowed_connection_ids=(only,)) for c in candidates if only in c.allowed_connection_ids
+        ]
+    verdicts = {c.id: classify_billing(c, snapshot.catalog_by_key) for c in snapshot.connections}
+    cards: dict[tuple[str, Rung], ConnectionCard] = {}
+    for candidate in candidates:
+        entry = snapshot.models_by_key.get((candidate.provider, candidate.model))
+        for connection_id in candidate.allowed_connection_ids:
+            connection = snapshot.connections_by_id[connection_id]
+            rung = rung_for(verdicts[connection_id].billing, entry, config)
+            key = (connection_id, rung)
+            card = cards.get(key)
+            if card is None:
+                quota = rung in (Rung.SUBSCRIPTION, Rung.FREE) and not connection.keyless
+                card = cards[key] = _card(connection, verdicts[connection_id], config, now, quota)
+            card.models.append(candidate.model)
+
+    subscription = _pool_members(resolve(snapshot, "auto/subscription", candidates, now))
+    thrifty = _pool_members(resolve(snapshot, "auto/thrifty", candidates, now))
+    columns = {rung: RungColumn(rung, RUNG_TITLES[rung], [], None) for rung in Rung}
+    budgets = rung_budgets(config, snapshot.spend_usd, now)
+    for rung, budget in budgets.items():
+        columns[rung].budget = _budget_view(budget, now)
+    order = {c.id: index for index, c in enumerate(snapshot.connections)}
+    for (_, rung), card in sorted(cards.items(), key=lambda item: (item[0][1], order[item[0][0]])):
+        if rung == Rung.SUBSCRIPTION:
+            card.pools.append(_pool_state("auto/subscription", card, *subscription))
+        card.pools.append(_pool_state("auto/thrifty", card, *thrifty))
+        columns[rung].cards.append(card)
+
+    placed = {connection_id for connection_id, _ in cards}
+    unplaced = [
+        _card(c, verdicts[c.id], config, now, quota=False)
+        for c in snapshot.connections
+        if c.id not in placed and only in (None, c.id)
+    ]
+    uncurated = [
+        f"{provider}/{auth or 'provider-wide'}"
+        for provider, auth in catalog_uncurated_kinds(snapshot=snapshot)
+    ]
+    return Overview(
+        now=now,
+        rungs=[columns[rung] for rung in Rung],
+        unplaced=unplaced,
+        auto_ids=auto_id_links(snapshot),
+        uncurated=uncurated,
+        connection_count=len(snapshot.connections),
+        config=config,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Pool preview
+
+
+@dataclass(frozen=True)
+class PreviewEntry:
+    position: int
+    rung: str
+    rung_index: int
+    provider: str
+    model: str
+    connection_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PreviewExclusion:
+    provider: str
+    model: str
+    connection_id: str
+    rung: str
+    reason: str
+    reason_words: str
+    detail: str
+
+
+@dataclass
+class Preview:
+    auto_id: str
+    error: str
+    now: datetime
+    auto_ids: list[AutoIdLink]
+    pool: list[PreviewEntry] = field(default_factory=list)
+    excluded: list[PreviewExclusion] = field(default_factory=list)
+    empty_code: str = ""
+    empty_message: str = ""
+    retry_at: datetime | None = None
+    retry_in: str = ""
+    refresh: tuple[str, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.error and not self.pool
+
+
+def preview_build(*, auto_id: str, now: datetime, candidates: list[Candidate] | None = None) -> Preview:
+    snapshot = snapshot_load(now=now)
+    preview = Preview(auto_id=auto_id, error="", now=now, auto_ids=auto_id_links(snapshot))
+    try:
+        resolution = resolve(snapshot, auto_id, candidates, now)
+    except AutoIdError as exc:
+        preview.error = str(exc)
+        return preview
+    preview.pool = [
+        PreviewEntry(i, e.rung.label, int(e.rung), e.provider, e.model, e.allowed_connection_ids)
+        for i, e in enumerate(resolution.pool, start=1)
+    ]
+    preview.excluded = [
+        PreviewExclusion(
+            x.provider,
+            x.model,
+            x.connection_id,
+            x.rung.label if x.rung is not None else "—",
+            x.reason,
+            reason_words(x.reason),
+            x.detail,
+        )
+        for x in resolution.excluded
+    ]
+    if resolution.empty is not None:
+        preview.empty_code = resolution.empty.code
+        preview.empty_message = resolution.empty.message
+        preview.retry_at = resolution.empty.retry_at
+        preview.retry_in = until_words(resolution.empty.retry_at, now) if resolution.empty.retry_at else ""
+    preview.refresh = resolution.refresh
+    return preview
+
+
+# ---------------------------------------------------------------------------------------------------
+# Connection page
+
+CHART_W = 720.0
+CHART_H = 200.0
+CHART_SPAN = timedelta(hours=24)
+CHART_COLOURS = ("c0", "c1", "c2", "c3", "c4", "c5")
+
+
+@dataclass(frozen=True)
+class ChartLine:
+    name: str
+    css: str
+    points: str
+    last_pct: float
+    last_x: float
+    last_y: float
+
+
+@dataclass(frozen=True)
+class ChartSpan:
+    x: float
+    width: float
+    label: str
+
+
+@dataclass(frozen=True)
+class ChartMark:
+    x: float
+    label: str
+
+
+@dataclass
+class Chart:
+    width: float
+    height: float
+    band_y: float
+    band_h: float
+    cutoff_y: float
+    floor_y: float
+    lines: list[ChartLine]
+    resets: list[ChartMark]
+    cooldowns: list[ChartSpan]
+    start: datetime
+    end: datetime
+    readings: int
+    ticks: list[ChartMark]
+
+
+@dataclass(frozen=True)
+class FailureRow:
+    observed_at: datetime
+    status: int
+    classification: str
+    window: str
+    cooldown_until: datetime | None
+    detail: str
+    source: str
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    occurred_at: datetime
+    model: str
+    input_tokens: int
+    output_tokens: int
+    rung: str
+    cost_usd: float
+
+
+@dataclass
+class ConnectionPage:
+    card: ConnectionCard
+    row: m.Connection
+    chart: Chart
+    failures: list[FailureRow]
+    usage: list[UsageRow]
+    usage_24h_usd: float
+    usage_24h_count: int
+    last_poll_error: str
+    last_polled_at: datetime | None
+    next_refresh_at: datetime | None
+
+
+def _x(moment: datetime, start: datetime) -> float:
+    fraction = (moment - start).total_seconds() / CHART_SPAN.total_seconds()
+    return round(min(1.0, max(0.0, fraction)) * CHART_W, 1)
+
+
+def _y(pct: float) -> float:
+    return round((100.0 - max(0.0, min(100.0, pct))) / 100.0 * CHART_H, 1)
+
+
+def chart_build(
+    readings: list[m.QuotaReading],
+    failures: list[m.FailureEvent],
+    cooldown_until: datetime | None,
+    config: LadderConfig,
+    now: datetime,
+) -> Chart:
+    start = now - CHART_SPAN
+    series: dict[str, list[tuple[float, float]]] = {}
+    resets: dict[datetime, str] = {}
+    for reading in readings:
+        x = _x(reading.fetched_at, start)
+        for window in reading.windows.all():
+            series.setdefault(window.name, []).append((x, window.remaining_pct))
+            if window.reset_at is not None and start <= window.reset_at <= now:
+                resets.setdefault(window.reset_at, window.name)
+    lines = [
+        ChartLine(
+            name,
+            CHART_COLOURS[i % len(CHART_COLOURS)],
+            " ".join(f"{x:g},{_y(pct):g}" for x, pct in points),
+            points[-1][1],
+            points[-1][0],
+            _y(points[-1][1]),
+        )
+        for i, (name, points) in enumerate(series.items())
+    ]
+    spans = [
+        (f.observed_at, f.cooldown_until)
+        for f in failures
+        if f.cooldown_until is not None and f.cooldown_until > start
+    ]
+    if cooldown_until is not None and cooldown_until > start:
+        spans.append((min(now, cooldown_until), cooldown_until))
+    cooldowns = []
+    for begin, end in spans:
+        x0, x1 = _x(max(begin, start), start), _x(min(end, now), start)
+        cooldowns.append(ChartSpan(x0, max(2.0, x1 - x0), f"cooldown until {end:%Y-%m-%d %H:%M:%S}Z"))
+    floor_y, cutoff_y = _y(config.reentry_floor_pct), _y(config.exit_cutoff_pct)
+    ticks = [
+        ChartMark(_x(now - timedelta(hours=h), start), f"-{h}h" if h else "now") for h in (24, 18, 12, 6, 0)
+    ]
+    return Chart(
+        width=CHART_W,
+        height=CHART_H,
+        band_y=floor_y,
+        band_h=max(1.0, cutoff_y - floor_y),
+        cutoff_y=cutoff_y,
+        floor_y=floor_y,
+        lines=lines,
+        resets=[ChartMark(_x(at, start), f"{name} reset {at:%H:%M}Z") for at, name in sorted(resets.items())],
+        cooldowns=cooldowns,
+        start=start,
+        end=now,
+        readings=len(readings),
+        ticks=ticks,
+    )
+
+
+def connection_page_build(*, connection_id: str, now: datetime) -> ConnectionPage | None:
+    snapshot = snapshot_load(now=now)
+    connection = snapshot.connections_by_id.get(connection_id)
+    row = m.Connection.objects.filter(pk=connection_id).first()
+    if connection is None or row is None:
+        return None
+    config = snapshot.config
+    verdict = classify_billing(connection, snapshot.catalog_by_key)
+    card = _card(connection, verdict, config, now, quota=True)
+    overview = overview_from_snapshot(snapshot, now=now, only=connection_id)
+    for column in overview.rungs:
+        for other in column.cards:
+            if other.id == connection_id:
+                card.models.extend(f"{model} (rung {column.rung.label})" for model in other.models)
+                card.pools.extend(other.pools)
+    start = now - CHART_SPAN
+    readings = list(
+        m.QuotaReading.objects.filter(connection_id=connection_id, fetched_at__gte=start, fetched_at__lte=now)
+        .order_by("fetched_at", "id")
+        .prefetch_related(Prefetch("windows", queryset=m.QuotaWindow.objects.order_by("position", "id")))
+    )
+    failures = list(
+        m.FailureEvent.objects.filter(connection_id=connection_id).order_by("-observed_at", "-id")[:20]
+    )
+    chart_failures = [f for f in failures if f.observed_at >= start]
+    chart = chart_build(readings, chart_failures, connection.cooldown_until, config, now)
+    usage_rows = list(
+        m.UsageEvent.objects.filter(connection_id=connection_id).order_by("-occurred_at", "-id")[:20]
+    )
+    totals = m.UsageEvent.objects.filter(connection_id=connection_id, occurred_at__gte=start).aggregate(
+        total=Sum("cost_usd"), count=Count("id")
+    )
+    rung_labels = {int(r): r.label for r in Rung}
+    return ConnectionPage(
+        card=card,
+        row=row,
+        chart=chart,
+        failures=[
+            FailureRow(
+                f.observed_at, f.status, f.classification, f.window, f.cooldown_until, f.detail, f.source
+            )
+            for f in failures
+        ],
+        usage=[
+            UsageRow(
+                u.occurred_at,
+                u.model or "",
+                u.input_tokens,
+                u.output_tokens,
+                rung_labels.get(u.rung, "—") if u.rung is not None else "—",
+                float(u.cost_usd),
+            )
+            for u in usage_rows
+        ],
+        usage_24h_usd=float(totals["total"] or 0),
+        usage_24h_count=int(totals["count"] or 0),
+        last_poll_error=row.last_poll_error,
+        last_polled_at=row.last_polled_at,
+        next_refresh_at=row.next_refresh_at,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Catalog
+
+
+@dataclass(frozen=True)
+class UncuratedKind:
+    provider: str
+    auth_type: str | None
+    label: str
+    connection_ids: tuple[str, ...]
+
+    @property
+    def defaults(self) -> dict[str, str]:
+        """An uncurated kind starts as unknown/unknown: the operator must choose, never a guess."""
+        return {"billing": "unknown", "overage": "unknown"}
+
+    @property
+    def slug(self) -> str:
+        return f"{self.provider}--{self.auth_type or 'any'}".replace(".", "-").replace(":", "-")
+
+
+@dataclass
+class CatalogPage:
+    entries: list[m.BillingCatalogEntry]
+    uncurated: list[UncuratedKind]
+
+
+def catalog_history(*, limit: int = 50) -> list[m.CatalogChange]:
+    return list(m.CatalogChange.objects.order_by("-changed_at", "-id")[:limit])
+
+
+def catalog_page_build(*, now: datetime) -> CatalogPage:
+    snapshot = snapshot_load(now=now)
+    by_kind: dict[tuple[str, str | None], list[str]] = defaultdict(list)
+    for connection in snapshot.connections:
+        by_kind[(connection.provider, connection.auth_type)].append(connection.id)
+    uncurated = [
+        UncuratedKind(provider, auth, m.catalog_key_label(provider, auth), tuple(by_kind[(provider, auth)]))
+        for provider, auth in catalog_uncurated_kinds(snapshot=snapshot)
+    ]
+    entries = list(m.BillingCatalogEntry.objects.order_by("provider", "auth_type", "id"))
+    return CatalogPage(entries=entries, uncurated=uncurated)

@@ -1,0 +1,67 @@
+"""Create a gateway token and print its value (the only time it is shown)."""
+
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from ladder.models import GatewayToken
+from ladder.services.tokens import SCOPES, gateway_token_create, gateway_token_hash
+
+
+def parse_scopes(value: str) -> set[str]:
+    scopes = {item.strip() for item in value.split(",") if item.strip()}
+    unknown = sorted(scopes - set(SCOPES))
+    if unknown or not scopes:
+        raise CommandError(f"--scopes: {', '.join(unknown) or 'none given'}; accepted: {', '.join(SCOPES)}")
+    return scopes
+
+
+class Command(BaseCommand):
+    help = (
+        "Create a gateway token (stored as a SHA-256 hash) and print its value once. With --value, "
+        "an existing token of that name and value is kept (so a demo can run this every time)."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("name", help="the token's name, e.g. omniroute-prod")
+        parser.add_argument(
+            "--scopes", default="resolve,report", help="resolve, report or both (comma-separated)"
+        )
+        parser.add_argument(
+            "--value", help="use this value instead of a generated one (16–256 printable chars)"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        name: str = options["name"]
+        scopes = parse_scopes(options["scopes"])
+        value: str | None = options["value"]
+        label = ",".join(scope for scope in SCOPES if scope in scopes)
+        existing = GatewayToken.objects.filter(name=name.strip()).first()
+        if existing is not None:
+            if value is None or existing.token_hash != gateway_token_hash(value):
+                raise CommandError(
+                    f"a gateway token named {name!r} already exists (revoke or delete it first)"
+                )
+            state = "revoked" if existing.revoked_at else "kept"
+            self.stdout.write(
+                f"gateway token {existing.name} ({state}, scopes {self._scopes(existing)}): {value}"
+            )
+            return
+        try:
+            token, plaintext = gateway_token_create(
+                name=name, scope_resolve="resolve" in scopes, scope_report="report" in scopes, value=value
+            )
+        except ValidationError as exc:
+            messages = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items())
+            raise CommandError(messages) from None
+        self.stdout.write(self.style.SUCCESS(f"gateway token {token.name} (scopes {label}): {plaintext}"))
+
+    @staticmethod
+    def _scopes(token: GatewayToken) -> str:
+        return ",".join(
+            s for s, on in (("resolve", token.scope_resolve), ("report", token.scope_report)) if on
+        )

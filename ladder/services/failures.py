@@ -1,0 +1,223 @@
+"""Upstream failures reported by the gateway: classified by the connection's adapter, then acted on
+(DESIGN L6/L7) and stored for the dashboard.
+
+- quota_exhausted: the named window (every applicable window when none is named) is latched at 0 %
+  by a reading of source "error" copied from the latest one, and the connection cools down by
+  exponential backoff clamped to the window's reset (taken from the failure itself, else from the
+  latest reading read before anything changed); the backoff level then goes up.
+- rate_limited: a short cooldown (Retry-After, else 5 s × 2^n over the last 5 minutes), no latch.
+- auth_failed: the connection is disabled (disabled_reason "auth_failed") until an operator acts.
+- upstream_error: stored only.
+
+A failure never shortens a cooldown already running.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from django.db import transaction
+
+from ladder import models as m
+from ladder import selectors
+from ladder.domain.cooldown import quota_cooldown_until, transient_cooldown_until
+from ladder.domain.types import Failure, FailureClass, Reading, Window
+from ladder.domain.windows import applicable_windows
+from ladder.providers.registry import get_adapter
+from ladder.services.readings import reading_record
+from ladder.services.refresh import refresh_request
+from ladder.services.state import bump_state_version
+
+logger = logging.getLogger(__name__)
+
+MAX_BACKOFF_LEVEL = 30  # far past the 7-day cap; keeps the column small
+TRANSIENT_WINDOW = timedelta(seconds=300)
+MAX_WINDOW_NAME = 64
+MAX_DETAIL = 2000
+
+
+@dataclass(frozen=True)
+class FailureOutcome:
+    classification: FailureClass
+    cooldown_until: datetime | None  # the cooldown this failure set (None: none)
+    reset_at: datetime | None
+    window: str | None
+    event_id: int
+
+
+def failure_classify(
+    connection: m.Connection, *, status: int, headers: Mapping[str, str], body: object, observed_at: datetime
+) -> tuple[Failure, bool]:
+    """The adapter's verdict, and whether the adapter wants its usage re-read to make it precise.
+
+    Without an adapter only an authentication refusal is recognised."""
+    adapter = get_adapter(connection.provider, connection.auth_type)
+    if adapter is None:
+        if status in (401, 403):
+            return Failure(
+                "auth_failed", detail=f"HTTP {status} (no adapter for {connection.provider})"
+            ), False
+        return Failure(
+            "upstream_error", detail=f"HTTP {status} (no adapter for {connection.provider})"
+        ), False
+    try:
+        failure = adapter.classify_failure(status, headers, body, observed_at)
+        return failure, adapter.wants_usage_recheck(status, failure)
+    except Exception:  # an adapter must never turn a gateway report into a 500
+        logger.exception("adapter %r failed to classify HTTP %s for %s", adapter, status, connection.id)
+        if status in (401, 403):
+            return Failure("auth_failed", detail=f"HTTP {status}"), False
+        return Failure("upstream_error", detail=f"HTTP {status} (the adapter could not classify it)"), False
+
+
+def failure_record(
+    *,
+    connection_id: str,
+    status: int,
+    headers: Mapping[str, str],
+    body: object,
+    model: str | None,
+    observed_at: datetime,
+    now: datetime,
+    source: str = "gateway",
+) -> FailureOutcome:
+    """Classify, act on and store one upstream failure. Connection.DoesNotExist for an unknown id."""
+    connection = m.Connection.objects.get(pk=connection_id)
+    failure, recheck = failure_classify(
+        connection, status=status, headers=headers, body=body, observed_at=observed_at
+    )
+    with transaction.atomic():
+        locked = m.Connection.objects.select_for_update().get(pk=connection_id)
+        window = failure.window[:MAX_WINDOW_NAME] if failure.window else None
+        reset_at = failure.reset_at
+        cooldown_until: datetime | None = None
+        changed = False
+        if failure.classification == "quota_exhausted":
+            # The latest reading is read before anything changes: its resets are the evidence.
+            latest = selectors.readings_latest(connection_ids=[connection_id]).get(connection_id)
+            exhausted, window_reset = _exhausted_reading(latest, window, model, reset_at, observed_at)
+            if reset_at is None:
+                reset_at = window_reset
+            cooldown_until = quota_cooldown_until(
+                now=observed_at,
+                level=locked.backoff_level,
+                retry_after_s=failure.retry_after_s,
+                reset_at=reset_at,
+            )
+            if exhausted is not None:
+                reading_record(connection_id=connection_id, reading=exhausted, now=now)
+            locked.refresh_from_db(fields=["backoff_level", "cooldown_until"])
+            locked.backoff_level = min(locked.backoff_level + 1, MAX_BACKOFF_LEVEL)
+            changed = True
+        elif failure.classification == "rate_limited":
+            recent = m.FailureEvent.objects.filter(
+                connection_id=connection_id,
+                classification="rate_limited",
+                observed_at__gt=observed_at - TRANSIENT_WINDOW,
+                observed_at__lte=observed_at,
+            ).count()
+            cooldown_until = transient_cooldown_until(
+                now=observed_at, level=recent, retry_after_s=failure.retry_after_s
+            )
+            changed = True
+        elif failure.classification == "auth_failed":
+            locked.enabled = False
+            locked.disabled_reason = "auth_failed"
+            changed = True
+        if cooldown_until is not None:
+            if locked.cooldown_until is not None and locked.cooldown_until > cooldown_until:
+                cooldown_until = locked.cooldown_until  # never shorten a running cooldown
+            locked.cooldown_until = cooldown_until
+        if changed:
+            locked.save(
+                update_fields=["enabled", "disabled_reason", "cooldown_until", "backoff_level", "updated_at"]
+            )
+        event = m.FailureEvent.objects.create(
+            connection_id=connection_id,
+            status=status,
+            classification=failure.classification,
+            model=(model or "")[:200],
+            window=window or "",
+            reset_at=reset_at,
+            cooldown_until=cooldown_until,
+            retry_after_s=failure.retry_after_s,
+            detail=failure.detail[:MAX_DETAIL],
+            source=source,
+            observed_at=observed_at,
+        )
+        if changed:
+            bump_state_version()
+    if recheck:
+        _request_refresh(connection_id)
+    return FailureOutcome(
+        classification=failure.classification,
+        cooldown_until=cooldown_until,
+        reset_at=reset_at,
+        window=window,
+        event_id=event.pk,
+    )
+
+
+def _request_refresh(connection_id: str) -> None:
+    try:
+        refresh_request(connection_ids=[connection_id])
+    except Exception:  # best effort: the next resolution asks again
+        logger.exception("could not queue a quota refresh for %s", connection_id)
+
+
+def _exhausted_reading(
+    latest: Reading | None,
+    window: str | None,
+    model: str | None,
+    failure_reset_at: datetime | None,
+    observed_at: datetime,
+) -> tuple[Reading | None, datetime | None]:
+    """The latest reading with the exhausted window(s) at 0 % and latched (None: nothing to latch),
+    and the reset time the reading knew for them (read before anything changed)."""
+    if latest is None:
+        if window is None:
+            return None, None
+        # No reading yet: the failure itself is the only evidence, about this one window.
+        spent = Window(window, 0.0, failure_reset_at, scope_models=(model,) if model else (), latched=True)
+        return Reading(
+            fetched_at=observed_at, windows=(spent,), source="error", note="from an upstream failure"
+        ), None
+    if window is not None:
+        named = [w for w in latest.windows if w.name == window]
+        if named:
+            targets = {id(w) for w in named}
+            reset_at = named[0].reset_at
+            extra: tuple[Window, ...] = ()
+        else:
+            # A window the last reading did not carry: known to block this model at least.
+            targets, reset_at = set(), None
+            extra = (
+                Window(window, 0.0, failure_reset_at, scope_models=(model,) if model else (), latched=True),
+            )
+    else:
+        applicable = applicable_windows(latest, model) if model else latest.windows
+        if not applicable:
+            return None, None
+        targets = {id(w) for w in applicable}
+        # Which one is spent is unknown: the cooldown must not outlast any of their resets.
+        future = [w.reset_at for w in applicable if w.reset_at is not None and w.reset_at > observed_at]
+        reset_at = min(future) if future else None
+        extra = ()
+    # The failure's own reset is the freshest word on a window it names.
+    named_reset = failure_reset_at if window is not None else None
+    windows = (
+        tuple(
+            replace(
+                w, remaining_pct=0.0, latched=True, reset_at=named_reset or w.reset_at or failure_reset_at
+            )
+            if id(w) in targets
+            else w
+            for w in latest.windows
+        )
+        + extra
+    )
+    # The copy keeps the latest reading's age: a failure is evidence about one window, not the others.
+    return replace(latest, windows=windows, source="error", note="latched by an upstream failure"), reset_at

@@ -1,0 +1,84 @@
+"""Gateway tokens: only a SHA-256 of the value is stored; the value is shown once, at creation."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from datetime import datetime, timedelta
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+
+from ladder.models import GatewayToken
+
+SCOPES = ("resolve", "report")
+TOKEN_PREFIX = "olr_"
+PREFIX_SHOWN = 12  # characters kept in clear, so operators can tell tokens apart
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+TOKEN_VALUE_RE = re.compile(r"\A[\x21-\x7e]{16,256}\Z")  # printable ASCII, no spaces
+
+
+def gateway_token_hash(plaintext: str) -> str:
+    return hashlib.sha256(plaintext.encode("utf-8")).hexdigest()
+
+
+def gateway_token_generate() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def gateway_token_issue(token: GatewayToken, *, value: str | None = None) -> str:
+    """Give an unsaved (or replaced) token its secret, save it, and return the secret: the only copy."""
+    plaintext = gateway_token_generate() if value is None else value
+    if not TOKEN_VALUE_RE.match(plaintext):
+        raise ValidationError(
+            {"value": "a token value must be 16–256 printable ASCII characters without spaces"}
+        )
+    token.token_hash = gateway_token_hash(plaintext)
+    token.prefix = plaintext[:PREFIX_SHOWN]
+    try:
+        with transaction.atomic():
+            token.save()
+    except IntegrityError:
+        if GatewayToken.objects.filter(token_hash=token.token_hash).exclude(pk=token.pk).exists():
+            raise ValidationError({"value": "another gateway token already has this value"}) from None
+        raise ValidationError({"name": f"a gateway token named {token.name!r} already exists"}) from None
+    return plaintext
+
+
+def gateway_token_create(
+    *, name: str, scope_resolve: bool = True, scope_report: bool = True, value: str | None = None
+) -> tuple[GatewayToken, str]:
+    """A new token and its value (shown once). ValidationError names the field at fault."""
+    name = name.strip()
+    if not name:
+        raise ValidationError({"name": "a gateway token needs a name"})
+    if not (scope_resolve or scope_report):
+        raise ValidationError({"scopes": "a gateway token needs at least one scope: resolve, report"})
+    token = GatewayToken(name=name, scope_resolve=scope_resolve, scope_report=scope_report)
+    return token, gateway_token_issue(token, value=value)
+
+
+def gateway_token_authenticate(*, plaintext: str, now: datetime) -> GatewayToken | None:
+    """The live token with this value, or None; last_used_at is written at most once a minute."""
+    if len(plaintext) > 256:
+        return None
+    token = GatewayToken.objects.filter(
+        token_hash=gateway_token_hash(plaintext), revoked_at__isnull=True
+    ).first()
+    if token is None:
+        return None
+    threshold = now - LAST_USED_RESOLUTION
+    if token.last_used_at is None or token.last_used_at <= threshold:
+        # Conditional: concurrent requests of the same minute write it once.
+        GatewayToken.objects.filter(pk=token.pk).filter(
+            Q(last_used_at__isnull=True) | Q(last_used_at__lte=threshold)
+        ).update(last_used_at=now)
+        token.last_used_at = now
+    return token
+
+
+def gateway_token_revoke(*, token_ids: list[int], now: datetime) -> int:
+    """Revoke the live tokens among token_ids; returns how many were revoked (already revoked: kept)."""
+    return GatewayToken.objects.filter(pk__in=token_ids, revoked_at__isnull=True).update(revoked_at=now)

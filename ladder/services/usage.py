@@ -1,0 +1,268 @@
+"""Usage reports: each event counted once (idempotent by request_id) toward the rung of its
+(connection, model) pair, priced from the model catalog when the gateway sends no cost.
+
+Spend is never a counter: every event is a row and budgets sum the rows of the period (selectors),
+so concurrent reports cannot lose an update. Two reports racing on one request_id meet the unique
+constraint; the loser replays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import ROUND_HALF_EVEN, Decimal
+
+from django.db import IntegrityError, transaction
+
+from ladder import models as m
+from ladder import selectors
+from ladder.domain.billing import classify_billing
+from ladder.domain.budgets import BUDGET_RUNG_NAMES, RungBudget, period_bounds, rung_budgets
+from ladder.domain.tiers import rung_for
+from ladder.domain.timefmt import format_utc_or_none
+from ladder.domain.types import Rung
+from ladder.services.state import bump_state_version
+
+MAX_EVENTS = 1000
+FUTURE_TOLERANCE = timedelta(seconds=300)
+MICRO_USD = Decimal("0.000001")
+MAX_COST_USD = Decimal("1000000000")  # $1e9: far above any request, well inside the column
+PER_MTOK = Decimal(1_000_000)
+RACE_RETRIES = 3
+
+
+class UsageInvalid(Exception):
+    """An event the ladder cannot count (unknown connection, unpriceable model…): nothing is written."""
+
+    def __init__(self, field: str, message: str, *, code: str = "invalid_event") -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+        self.code = code
+
+
+class UsageConflict(Exception):
+    """A request_id already recorded with another payload: nothing is written."""
+
+    def __init__(self, field: str, request_id: str) -> None:
+        super().__init__(f"{field}: {request_id!r} was already reported with a different payload")
+        self.field = field
+        self.request_id = request_id
+
+
+@dataclass(frozen=True)
+class UsageInput:
+    """One reported event, validated for shape; `path` names it in errors ("" or "events[3]")."""
+
+    request_id: str
+    connection_id: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: Decimal | None = None
+    occurred_at: datetime | None = None  # None: the time of receipt
+    path: str = ""
+
+    def field(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+    @property
+    def payload_hash(self) -> str:
+        """What the gateway sent, canonically; a replay must send the same."""
+        payload = {
+            "request_id": self.request_id,
+            "connection_id": self.connection_id,
+            "model": self.model,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": None if self.cost_usd is None else str(self.cost_usd),
+            "occurred_at": format_utc_or_none(self.occurred_at),
+        }
+        canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+@dataclass(frozen=True)
+class UsageRecorded:
+    request_id: str
+    connection_id: str | None
+    model: str | None
+    rung: Rung | None
+    budget_rung: str | None
+    cost_usd: Decimal
+    occurred_at: datetime
+
+    @property
+    def budget_cost_usd(self) -> Decimal:
+        return self.cost_usd if self.budget_rung is not None else Decimal(0)
+
+
+@dataclass(frozen=True)
+class UsageResult:
+    events: tuple[UsageRecorded, ...]
+    budgets: dict[Rung, RungBudget]
+
+
+def quantize_usd(value: Decimal) -> Decimal:
+    return value.quantize(MICRO_USD, rounding=ROUND_HALF_EVEN)
+
+
+def usage_record(*, events: Sequence[UsageInput], now: datetime) -> UsageResult:
+    """Record the events (all or none) and answer with each one and the budgets of the current period.
+
+    A request_id already recorded with the same payload is a no-op answered like the first time;
+    with another payload, UsageConflict. UsageInvalid for an event that cannot be counted.
+    """
+    if not events:
+        raise UsageInvalid("events", "send at least one event")
+    if len(events) > MAX_EVENTS:
+        raise UsageInvalid("events", f"at most {MAX_EVENTS} events per report")
+    unique = _dedupe(events)
+    for attempt in range(RACE_RETRIES):
+        try:
+            recorded = _record_once(unique, now)
+            break
+        except IntegrityError:
+            # Another report inserted one of these request_ids meanwhile: read it back as a replay.
+            if attempt == RACE_RETRIES - 1:
+                raise
+    by_id = {row.request_id: row for row in recorded}
+    config = selectors.configuration_get().to_domain()
+    start, end = period_bounds(now, config.budget_period)
+    spend = selectors.spend_usd(start=start, end=end)
+    return UsageResult(
+        events=tuple(by_id[event.request_id] for event in events),
+        budgets=rung_budgets(config, spend, now),
+    )
+
+
+def _dedupe(events: Sequence[UsageInput]) -> list[UsageInput]:
+    """One input per request_id; the same id twice in one report must carry the same payload."""
+    first: dict[str, UsageInput] = {}
+    for event in events:
+        seen = first.get(event.request_id)
+        if seen is None:
+            first[event.request_id] = event
+        elif seen.payload_hash != event.payload_hash:
+            raise UsageConflict(event.field("request_id"), event.request_id)
+    return list(first.values())
+
+
+def _recorded(row: m.UsageEvent) -> UsageRecorded:
+    return UsageRecorded(
+        request_id=row.request_id,
+        connection_id=row.connection_id,
+        model=row.model,
+        rung=None if row.rung is None else Rung(row.rung),
+        budget_rung=row.budget_rung,
+        cost_usd=Decimal(row.cost_usd),
+        occurred_at=row.occurred_at,
+    )
+
+
+def _record_once(events: list[UsageInput], now: datetime) -> list[UsageRecorded]:
+    existing = {
+        row.request_id: row
+        for row in m.UsageEvent.objects.filter(request_id__in=[event.request_id for event in events])
+    }
+    fresh: list[UsageInput] = []
+    for event in events:
+        row = existing.get(event.request_id)
+        if row is None:
+            fresh.append(event)
+        elif row.payload_hash != event.payload_hash:
+            raise UsageConflict(event.field("request_id"), event.request_id)
+    rows = _price(fresh, now) if fresh else []
+    if rows:
+        with transaction.atomic():
+            m.UsageEvent.objects.bulk_create(rows)
+            bump_state_version()
+    return [_recorded(row) for row in (*existing.values(), *rows)]
+
+
+def _price(events: list[UsageInput], now: datetime) -> list[m.UsageEvent]:
+    """The rows to insert: rung, budget rung and cost of each event. UsageInvalid names the field."""
+    connection_rows = {
+        row.id: row for row in m.Connection.objects.filter(pk__in={event.connection_id for event in events})
+    }
+    catalog = {(e.provider, e.auth_type): e for e in selectors.catalog_entries()}
+    models = {(e.provider, e.model): e for e in selectors.model_entries()}
+    config = selectors.configuration_get().to_domain()
+    rows = []
+    for event in events:
+        if event.occurred_at is not None and event.occurred_at > now + FUTURE_TOLERANCE:
+            raise UsageInvalid(
+                event.field("occurred_at"),
+                "is more than 300 s in the future; events from the future are refused",
+                code="future_event",
+            )
+        row = connection_rows.get(event.connection_id)
+        if row is None:
+            raise UsageInvalid(
+                event.field("connection_id"),
+                f"the ladder knows no connection {event.connection_id!r}",
+                code="unknown_connection",
+            )
+        connection = selectors.connection_to_domain(row, None)
+        verdict = classify_billing(connection, catalog)
+        entry = models.get((connection.provider, event.model))
+        rung = rung_for(verdict.billing, entry, config)
+        budget_rung = BUDGET_RUNG_NAMES.get(rung)
+        if event.cost_usd is not None:
+            cost = event.cost_usd
+        elif entry is None:
+            raise UsageInvalid(
+                event.field("model"),
+                f"{event.model!r} is not in the model catalog for provider {connection.provider!r}; "
+                "send cost_usd",
+                code="unknown_model",
+            )
+        else:
+            cost = _catalog_cost(event, entry.input_usd_per_mtok, entry.output_usd_per_mtok, budget_rung)
+        if cost > MAX_COST_USD:
+            raise UsageInvalid(
+                event.field("cost_usd"),
+                f"${cost} is more than ${MAX_COST_USD} for one request",
+                code="cost_too_large",
+            )
+        rows.append(
+            m.UsageEvent(
+                request_id=event.request_id,
+                connection_id=connection.id,
+                model=event.model,
+                input_tokens=event.input_tokens,
+                output_tokens=event.output_tokens,
+                rung=int(rung),
+                budget_rung=budget_rung,
+                cost_usd=cost,
+                occurred_at=event.occurred_at or now,
+                payload_hash=event.payload_hash,
+            )
+        )
+    return rows
+
+
+def _catalog_cost(
+    event: UsageInput, input_price: float | None, output_price: float | None, budget_rung: str | None
+) -> Decimal:
+    """Tokens × catalog price per million. An unknown price blocks only a budgeted rung's cost."""
+    total = Decimal(0)
+    for tokens, price, side in (
+        (event.input_tokens, input_price, "input"),
+        (event.output_tokens, output_price, "output"),
+    ):
+        if not tokens:
+            continue
+        if price is None:
+            if budget_rung is None:
+                continue  # plan, keyless or free usage costs the budget nothing anyway
+            raise UsageInvalid(
+                event.field("model"),
+                f"{event.model!r} has no {side} price in the model catalog; send cost_usd",
+                code="unpriced_model",
+            )
+        total += Decimal(tokens) * Decimal(str(price)) / PER_MTOK
+    return quantize_usd(total)
