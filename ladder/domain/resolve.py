@@ -38,9 +38,12 @@ from ladder.domain.windows import (
     is_too_old,
     is_usable,
     reset_passed,
+    scope_matches,
 )
 
 PLAN_READING_RUNGS = (Rung.SUBSCRIPTION, Rung.FREE)
+# (connection id, rung) or (connection id, rung, which scoped windows apply)
+PairKey = tuple[str, Rung] | tuple[str, Rung, tuple[bool, ...]]
 
 
 @dataclass(frozen=True)
@@ -56,12 +59,21 @@ class PairVerdict:
 
 
 def billing_verdict(snapshot: Snapshot, connection: Connection) -> BillingVerdict:
+    return _connection_facts(snapshot, connection)[0]
+
+
+def _connection_facts(
+    snapshot: Snapshot, connection: Connection
+) -> tuple[BillingVerdict, tuple[tuple[str, ...], ...]]:
+    """Per snapshot and connection: its billing verdict, and the scopes of its model-scoped windows."""
     memo = snapshot.memo
-    verdict = memo.get(connection.id)
-    if verdict is None:
-        verdict = classify_billing(connection, snapshot.catalog_by_key)
-        memo[connection.id] = verdict
-    return verdict
+    facts = memo.get(connection.id)
+    if facts is None:
+        reading = connection.reading
+        scopes = tuple(w.scope_models for w in reading.windows if w.scope_models) if reading else ()
+        facts = (classify_billing(connection, snapshot.catalog_by_key), scopes)
+        memo[connection.id] = facts
+    return facts
 
 
 def catalog_candidates(snapshot: Snapshot, category: str | None) -> list[Candidate]:
@@ -132,8 +144,10 @@ def judge_pair(
     budgets: dict[Rung, RungBudget],
     config: LadderConfig,
     now: datetime,
+    rung: Rung | None = None,
 ) -> PairVerdict:
-    rung = rung_for(verdict.billing, model_entry, config)
+    if rung is None:
+        rung = rung_for(verdict.billing, model_entry, config)
     reading = connection.reading
     windows = applicable_windows(reading, model) if reading is not None else ()
     # L5, computed once per pair: an old reading, or one of a period that has ended, is not fresh.
@@ -230,7 +244,7 @@ def resolve(
     by_id = snapshot.connections_by_id
     models_by_key = snapshot.models_by_key
 
-    pair_cache: dict[tuple[str, str, str], PairVerdict] = {}
+    pair_cache: dict[PairKey, PairVerdict] = {}
     placed: list[tuple[int, int, PoolEntry]] = []
     excluded: list[Exclusion] = []
     refresh: dict[str, None] = {}
@@ -263,18 +277,25 @@ def resolve(
                     )
                 )
                 continue
-            key = (connection_id, candidate.provider, candidate.model)
+            verdict, scopes = _connection_facts(snapshot, connection)
+            rung = rung_for(verdict.billing, model_entry, config)
+            # A pair's verdict depends on the model only through its rung and the scoped windows
+            # that apply to it: judge each distinct case once.
+            key: PairKey = (connection_id, rung)
+            if scopes:
+                key = (connection_id, rung, tuple(scope_matches(scope, candidate.model) for scope in scopes))
             pair = pair_cache.get(key)
             if pair is None:
                 pair = judge_pair(
                     grouping=grouping,
                     connection=connection,
-                    verdict=billing_verdict(snapshot, connection),
+                    verdict=verdict,
                     model=candidate.model,
                     model_entry=model_entry,
                     budgets=budgets,
                     config=config,
                     now=now,
+                    rung=rung,
                 )
                 pair_cache[key] = pair
             if pair.refresh:
