@@ -19,6 +19,7 @@ from ladder.services import bump_state_version
 from ladder.statefile import StateError, parse_state
 
 FUTURE_READING_TOLERANCE = timedelta(seconds=300)
+WINDOW_NAME_MAX = m.QuotaWindow._meta.get_field("name").max_length or 64
 
 
 @dataclass
@@ -36,8 +37,18 @@ def _price(value: float | None) -> Decimal | None:
     return None if value is None else Decimal(str(value))
 
 
-def _check_not_future(reading: Reading | None, path: str, now: datetime) -> None:
-    if reading is not None and reading.fetched_at > now + FUTURE_READING_TOLERANCE:
+def _check_reading(reading: Reading | None, path: str, now: datetime) -> None:
+    if reading is None:
+        return
+    names: set[str] = set()
+    for index, window in enumerate(reading.windows):
+        where = f"{path}.quota.windows[{index}].name"
+        if len(window.name) > WINDOW_NAME_MAX:
+            raise StateError(where, f"must be at most {WINDOW_NAME_MAX} characters")
+        if window.name in names:
+            raise StateError(where, f"duplicate window name {window.name!r}")
+        names.add(window.name)
+    if reading.fetched_at > now + FUTURE_READING_TOLERANCE:
         raise StateError(
             f"{path}.quota.fetched_at",
             "is more than 300 s in the future; readings from the future are refused",
@@ -53,7 +64,9 @@ def state_import(*, data: Any, replace: bool = False) -> ImportSummary:
     snapshot = state.snapshot
     real_now = timezone.now()
     for index, connection in enumerate(snapshot.connections):
-        _check_not_future(connection.reading, f"connections[{index}]", real_now)
+        _check_reading(connection.reading, f"connections[{index}]", real_now)
+    if snapshot.spend_usd and state.now is None:
+        raise StateError("now", "is required when spend_usd is given: spend is dated at the file's now")
     summary = ImportSummary()
     with transaction.atomic():
         if "config" in data:
@@ -147,6 +160,9 @@ def state_import(*, data: Any, replace: bool = False) -> ImportSummary:
 
 
 def _reading_store(connection: m.Connection, reading: Reading) -> None:
+    """The file's reading becomes the connection's latest: readings dated at or after it would shadow
+    it, so they go; older history stays."""
+    m.QuotaReading.objects.filter(connection=connection, fetched_at__gte=reading.fetched_at).delete()
     row = m.QuotaReading.objects.create(
         connection=connection,
         fetched_at=reading.fetched_at,

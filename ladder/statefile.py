@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from ladder.domain.billing import normalise_auth_type
@@ -33,7 +33,7 @@ from ladder.domain.types import (
 
 # What an adapter can observe of overage: switched on, or seen off. "unknown" is no observation (null).
 OBSERVED_OVERAGES = ("meters-to-paid", "hard-stop")
-CONNECTION_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+CONNECTION_ID_RE = re.compile(r"\A[A-Za-z0-9._:-]{1,64}\Z")
 T = TypeVar("T")
 
 
@@ -93,7 +93,20 @@ def parse_time(value: Any, path: str) -> datetime:
         raise StateError(path, f"{value!r} is not an ISO 8601 time") from None
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise StateError(path, f"{value!r} has no zone; write Z or an offset such as +02:00")
+    if not _in_range(moment):
+        raise StateError(path, f"{value!r} is out of range; accepted: years {MIN_YEAR} to {MAX_YEAR}")
     return moment
+
+
+MIN_YEAR, MAX_YEAR = 1970, 9000
+
+
+def _in_range(moment: datetime) -> bool:
+    """Far enough from datetime's limits that UTC conversion and the next budget period exist."""
+    try:
+        return MIN_YEAR <= moment.astimezone(UTC).year <= MAX_YEAR
+    except OverflowError:
+        return False
 
 
 def parse_optional_time(value: Any, path: str) -> datetime | None:
@@ -303,7 +316,7 @@ def _fast_time(value: Any, cache: dict[str, datetime]) -> datetime:
             moment = datetime.fromisoformat(value)
         except ValueError:
             raise _Slow from None
-        if moment.utcoffset() is None:
+        if moment.utcoffset() is None or not _in_range(moment):
             raise _Slow
         cache[value] = moment
     return moment
@@ -420,7 +433,7 @@ def parse_connections(value: Any, path: str) -> list[Connection]:
     for index, item in enumerate(value):
         try:
             connections.append(_fast_connection(item, cache))
-        except _Slow:
+        except (_Slow, OverflowError):
             connections.append(parse_connection(item, _join(path, index)))
     return connections
 
@@ -581,3 +594,5 @@ def load_json_text(text: str) -> Any:
         return json.loads(text)
     except ValueError as exc:
         raise StateError("", f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise StateError("", "not accepted: JSON nested too deeply") from None

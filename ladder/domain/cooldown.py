@@ -24,6 +24,13 @@ def transient_backoff_s(level: int) -> float:
     return min(TRANSIENT_BACKOFF_BASE_S * 2 ** max(level, 0), TRANSIENT_BACKOFF_CAP_S)
 
 
+def _upstream_wait_s(retry_after_s: float | None) -> float | None:
+    """An upstream Retry-After, capped at the longest backoff (7 days); None when absent or nonsense."""
+    if retry_after_s is None or retry_after_s != retry_after_s or retry_after_s < 0:  # NaN or negative
+        return None
+    return min(retry_after_s, QUOTA_BACKOFF_CAP_S)
+
+
 def clamp_cooldown_to_reset(cooldown_until: datetime, reset_at: datetime | None, now: datetime) -> datetime:
     """A cooldown may end earlier than the backoff says, never later than a future upstream reset."""
     if reset_at is not None and reset_at > now:
@@ -35,11 +42,15 @@ def quota_cooldown_until(
     *, now: datetime, level: int, retry_after_s: float | None, reset_at: datetime | None
 ) -> datetime:
     """Cooldown after a quota exhaustion: Retry-After wins over the backoff, then the reset clamps."""
-    wait_s = retry_after_s if retry_after_s is not None and retry_after_s >= 0 else quota_backoff_s(level)
+    wait_s = _upstream_wait_s(retry_after_s)
+    if wait_s is None:
+        wait_s = quota_backoff_s(level)
     return clamp_cooldown_to_reset(now + timedelta(seconds=wait_s), reset_at, now)
 
 
 def transient_cooldown_until(*, now: datetime, level: int, retry_after_s: float | None) -> datetime:
     """Cooldown after a transient 429: Retry-After when given, else the short backoff; no latch."""
-    wait_s = retry_after_s if retry_after_s is not None and retry_after_s >= 0 else transient_backoff_s(level)
+    wait_s = _upstream_wait_s(retry_after_s)
+    if wait_s is None:
+        wait_s = transient_backoff_s(level)
     return now + timedelta(seconds=wait_s)

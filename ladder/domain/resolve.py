@@ -208,7 +208,9 @@ def _judge_plan_reading(
     if reading is None:
         return Reason.NO_READING, "no quota reading yet", None
     if not reading.verifiable:
-        return Reason.READING_UNVERIFIABLE, reading.note or "the adapter could not verify the reading", None
+        # A fixed text: the adapter's note is not part of the state file, and the offline resolver and
+        # the API must print the same document for the same state.
+        return Reason.READING_UNVERIFIABLE, "the adapter could not verify the reading", None
     if not windows:
         return Reason.READING_UNVERIFIABLE, "no quota window of the reading applies to this model", None
     for window in windows:

@@ -106,3 +106,17 @@ def test_it_never_ends_a_clamped_cooldown_after_the_reset() -> None:
     reset = NOW + timedelta(hours=2)
     for level in range(25):
         assert quota_cooldown_until(now=NOW, level=level, retry_after_s=None, reset_at=reset) <= reset
+
+
+@pytest.mark.parametrize("retry_after_s", [1e30, 10.0**12, float(10**20)])
+def test_it_caps_an_absurd_retry_after_at_seven_days(retry_after_s: float) -> None:
+    quota = quota_cooldown_until(now=NOW, level=0, retry_after_s=retry_after_s, reset_at=None)
+    transient = transient_cooldown_until(now=NOW, level=0, retry_after_s=retry_after_s)
+    assert quota == NOW + timedelta(days=7)
+    assert transient == NOW + timedelta(days=7)
+
+
+def test_it_ignores_a_nan_retry_after() -> None:
+    assert quota_cooldown_until(
+        now=NOW, level=1, retry_after_s=float("nan"), reset_at=None
+    ) == NOW + timedelta(seconds=120)

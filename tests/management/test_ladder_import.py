@@ -123,3 +123,42 @@ def test_it_refuses_an_unreadable_file() -> None:
     with pytest.raises(CommandError, match="cannot read /nonexistent/state.json") as caught:
         call_command("ladder_import", "/nonexistent/state.json")
     assert caught.value.returncode == 2
+
+
+@pytest.mark.django_db
+def test_it_makes_an_older_imported_reading_the_latest(tmp_path: Path) -> None:
+    def state_with(remaining: float, fetched_at: str) -> dict[str, Any]:
+        quota = {"fetched_at": fetched_at, "windows": [{"name": "5h", "remaining_pct": remaining}]}
+        return {"connections": [{"id": "c1", "provider": "p", "quota": quota}]}
+
+    call_command(
+        "ladder_import", write_state(tmp_path, state_with(10.0, "2026-08-22T12:00:00Z")), stdout=io.StringIO()
+    )
+    call_command(
+        "ladder_import", write_state(tmp_path, state_with(99.0, "2026-08-22T11:00:00Z")), stdout=io.StringIO()
+    )
+    exported = export("2026-08-22T12:00:00Z")
+    assert exported["connections"][0]["quota"]["windows"][0]["remaining_pct"] == 99.0
+
+
+def test_it_refuses_spend_without_now(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="now: is required when spend_usd is given"):
+        call_command("ladder_import", write_state(tmp_path, {"spend_usd": {"cheap": 1.0}}))
+
+
+@pytest.mark.django_db
+def test_it_refuses_duplicate_and_overlong_window_names(tmp_path: Path) -> None:
+    windows = [{"name": "5h", "remaining_pct": 1.0}, {"name": "5h", "remaining_pct": 2.0}]
+    quota = {"fetched_at": "2026-08-22T11:00:00Z", "windows": windows}
+    with pytest.raises(CommandError, match=r"windows\[1\]\.name: duplicate window name"):
+        call_command(
+            "ladder_import",
+            write_state(tmp_path, {"connections": [{"id": "c", "provider": "p", "quota": quota}]}),
+        )
+    quota["windows"] = [{"name": "w" * 65, "remaining_pct": 1.0}]
+    with pytest.raises(CommandError, match=r"windows\[0\]\.name: must be at most 64 characters"):
+        call_command(
+            "ladder_import",
+            write_state(tmp_path, {"connections": [{"id": "c", "provider": "p", "quota": quota}]}),
+        )
+    assert not m.Connection.objects.filter(pk="c").exists()

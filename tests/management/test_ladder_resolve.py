@@ -285,3 +285,48 @@ def test_it_refuses_an_empty_override_instead_of_ignoring_it(tmp_path: Path, fla
     error = refusal(str(write(tmp_path, state())), flag, "")
     assert error.returncode == 2
     assert field in str(error)
+
+
+def huge_remaining() -> str:
+    document = state()
+    document["connections"][0]["quota"]["windows"][0]["remaining_pct"] = 10**400
+    return json.dumps(document)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (huge_remaining(), "connections[0].quota.windows[0].remaining_pct: must be between 0 and 100"),
+        ("[" * 100_000, "nested too deeply"),
+        (
+            json.dumps(state(now="9999-12-31T23:59:59-10:00")),
+            "now: '9999-12-31T23:59:59-10:00' is out of range",
+        ),
+        (
+            json.dumps(state(now="0001-01-01T00:00:00+14:00")),
+            "now: '0001-01-01T00:00:00+14:00' is out of range",
+        ),
+    ],
+)
+def test_it_refuses_hostile_files_with_one_line_instead_of_a_traceback(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    error = refusal(str(write(tmp_path, text)))
+    assert error.returncode == 2
+    assert message in str(error)
+    assert "\n" not in str(error)
+
+
+def test_it_refuses_a_file_that_is_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.json"
+    path.write_bytes(b'{"now": "2026-08-22T12:00:00Z", "notes": "caf\xe9"}')
+    error = refusal(str(path))
+    assert error.returncode == 2
+    assert "is not UTF-8 text" in str(error)
+
+
+def test_it_refuses_a_connection_id_with_a_trailing_newline(tmp_path: Path) -> None:
+    document = state()
+    document["connections"][1]["id"] = "k1\n"
+    error = refusal(str(write(tmp_path, document)))
+    assert "connections[1].id" in str(error)

@@ -30,6 +30,8 @@ class Command(BaseCommand):
                     text = fh.read()
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror}", returncode=2) from None
+        except UnicodeDecodeError as exc:
+            raise CommandError(f"{path} is not UTF-8 text (byte {exc.start})", returncode=2) from None
         try:
             summary = state_import(data=load_json_text(text), replace=options["replace"])
         except StateError as exc:

@@ -58,6 +58,8 @@ class Command(BaseCommand):
                     text = fh.read()
         except OSError as exc:
             raise StateError("", f"cannot read {path}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise StateError("", f"{path} is not UTF-8 text (byte {exc.start})") from None
         state = parse_state(load_json_text(text))
         now = parse_time(options["now"], "--now") if options["now"] is not None else state.now
         if now is None:
