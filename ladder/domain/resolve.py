@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from ladder.domain.autoid import AutoId, parse_auto_id
 from ladder.domain.billing import BillingVerdict, classify_billing
@@ -74,6 +75,12 @@ def _connection_facts(
         facts = (classify_billing(connection, snapshot.catalog_by_key), scopes)
         memo[connection.id] = facts
     return facts
+
+
+@lru_cache(maxsize=65536)
+def scope_mask(scopes: tuple[tuple[str, ...], ...], model: str) -> tuple[bool, ...]:
+    """Which of a connection's model-scoped windows apply to the model."""
+    return tuple(scope_matches(scope, model) for scope in scopes)
 
 
 def catalog_candidates(snapshot: Snapshot, category: str | None) -> list[Candidate]:
@@ -259,6 +266,8 @@ def resolve(
         else:
             ids = candidate.allowed_connection_ids
         model_entry = models_by_key.get((candidate.provider, candidate.model))
+        # L3 per pair: the connection's billing picks rung 0 or 1, else the candidate's tier decides.
+        tier_rung = rung_for("metered", model_entry, config)
         survivors: dict[Rung, list[str]] = {}
         seen: set[str] = set()
         for connection_id in ids:
@@ -280,12 +289,18 @@ def resolve(
                 )
                 continue
             verdict, scopes = _connection_facts(snapshot, connection)
-            rung = rung_for(verdict.billing, model_entry, config)
+            billing = verdict.billing
+            if billing == "subscription":
+                rung = Rung.SUBSCRIPTION
+            elif billing == "keyless":
+                rung = Rung.KEYLESS
+            else:
+                rung = tier_rung
             # A pair's verdict depends on the model only through its rung and the scoped windows
             # that apply to it: judge each distinct case once.
             key: PairKey = (connection_id, rung)
             if scopes:
-                key = (connection_id, rung, tuple(scope_matches(scope, candidate.model) for scope in scopes))
+                key = (connection_id, rung, scope_mask(scopes, candidate.model))
             pair = pair_cache.get(key)
             if pair is None:
                 pair = judge_pair(
