@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | sha1sum | cut -c1-12)
 
-.PHONY: run test lint typecheck pytest acceptance venv bench-domain bench-refresh bench-api bench-dashboard browsers check-deploy clean
+.PHONY: run test lint typecheck pytest acceptance venv bench-domain bench-refresh bench-api bench-dashboard browsers clean
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
