@@ -31,6 +31,7 @@ from ladder.models import (
     StateVersion,
     UsageEvent,
 )
+from ladder.services.state import credential_problem
 from ladder.services.tokens import gateway_token_issue, gateway_token_revoke
 
 ListDisplay = tuple[str | Callable[[Any], str | bool], ...]
@@ -165,6 +166,16 @@ class ConnectionForm(ModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        return self._clean_credential_pair(cleaned)
+
+    def clean_credential(self) -> str:
+        value = (self.cleaned_data.get("credential") or "").strip()
+        problem = credential_problem(value) if value else None
+        if problem:
+            raise forms.ValidationError(problem)
+        return value
+
+    def _clean_credential_pair(self, cleaned: dict[str, Any]) -> dict[str, Any]:
         if cleaned.get("credential") and cleaned.get("clear_credential"):
             self.add_error("clear_credential", "Either set a new credential or remove it, not both.")
         return cleaned
@@ -331,9 +342,26 @@ class QuotaWindowInline(admin.TabularInline):
     extra = 0
     fields = ("position", "name", "remaining_pct", "reset_at", "scope_models", "latched")
 
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ReadOnlyReadingsMixin:
+    """Readings come from polls, passive headers and failure reports only: never typed in the
+    admin (a hand-made reading could be dated in the future or claim quota that is not there)."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
 
 @admin.register(QuotaReading)
-class QuotaReadingAdmin(VersionBumpingAdmin):
+class QuotaReadingAdmin(ReadOnlyReadingsMixin, VersionBumpingAdmin):
     list_display = ("connection", "fetched_at", "source", "verifiable", "observed_overage", "windows_summary")
     list_filter = ("source", "verifiable", "observed_overage", "connection__provider")
     search_fields = ("connection__id", "connection__provider", "note")
@@ -352,7 +380,7 @@ class QuotaReadingAdmin(VersionBumpingAdmin):
 
 
 @admin.register(QuotaWindow)
-class QuotaWindowAdmin(VersionBumpingAdmin):
+class QuotaWindowAdmin(ReadOnlyReadingsMixin, VersionBumpingAdmin):
     list_display = ("reading", "name", "remaining_pct", "reset_at", "latched", "scope_models")
     list_filter = ("latched", "name", "reading__connection__provider")
     search_fields = ("name", "reading__connection__id")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -95,11 +95,28 @@ def http_status(value: Any, field: str) -> int:
     return value
 
 
+# Times outside this range are refused: their arithmetic (cooldowns, resets, formatting) overflows.
+EARLIEST_MOMENT = datetime(2000, 1, 1, tzinfo=UTC)
+LATEST_MOMENT = datetime(2100, 1, 1, tzinfo=UTC)
+
+
 def moment(value: Any, field: str) -> datetime:
+    """An ISO 8601 time with a zone, within 2000-01-01..2100-01-01 UTC (else a 422 naming the field)."""
     try:
-        return parse_time(value, field)
+        when = parse_time(value, field)
     except StateError as exc:
         raise _from_state_error(exc) from None
+    except (OverflowError, ValueError):
+        raise invalid(f"{field}: not a valid time", field) from None
+    try:
+        utc = when.astimezone(UTC)
+    except (OverflowError, ValueError):
+        utc = None
+    if utc is None or not EARLIEST_MOMENT <= utc <= LATEST_MOMENT:
+        raise invalid(
+            f"{field}: must lie between {EARLIEST_MOMENT.isoformat()} and {LATEST_MOMENT.isoformat()}", field
+        )
+    return when
 
 
 def headers(value: Any, field: str) -> dict[str, str]:

@@ -187,10 +187,14 @@ class Connection(models.Model):
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         self.auth_type = normalise_auth_type(self.auth_type)
+        if self.models == []:
+            self.models = None  # empty = every catalog model of its provider
         super().save(*args, **kwargs)
 
     def clean(self) -> None:
         self.auth_type = normalise_auth_type(self.auth_type)
+        if self.models == []:
+            self.models = None  # empty = every catalog model of its provider
         if self.models is not None:
             message = string_list_errors(self.models)
             if message:
@@ -334,6 +338,8 @@ class UsageEvent(models.Model):
     cost_usd = models.DecimalField(max_digits=16, decimal_places=6, default=Decimal(0))
     occurred_at = models.DateTimeField()
     payload_hash = models.CharField(max_length=64, blank=True, default="")
+    # What the first report of this event was answered (the budgets after it), for its replays.
+    response = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -132,7 +132,7 @@ def connection_detail(request: HtmxHttpRequest, connection_id: str) -> HttpRespo
 def connection_refresh_now(request: HtmxHttpRequest, connection_id: str) -> HttpResponseBase:
     if not (request.user.is_staff and request.user.has_perm(REFRESH_CONNECTION)):
         raise PermissionDenied("Refreshing a connection needs a staff login with the change permission.")
-    page_url = reverse("ladder:connection", args=[connection_id])
+    page_url = reverse("ladder:connection_page", args=[connection_id])
     if not Connection.objects.filter(pk=connection_id).exists():
         raise Http404("No such connection.")
     summary = refresh_connections_run([connection_id], lease_s=30.0, deadline_s=20.0)

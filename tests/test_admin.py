@@ -113,7 +113,14 @@ def test_it_renders_the_changelist_and_change_page(
     assert change.status_code == 200
 
 
-@pytest.mark.parametrize("name", [n for n in MODEL_NAMES if n not in ("ladderconfiguration", "stateversion")])
+@pytest.mark.parametrize(
+    "name",
+    [
+        n
+        for n in MODEL_NAMES
+        if n not in ("ladderconfiguration", "stateversion", "quotareading", "quotawindow")
+    ],
+)
 def test_it_renders_the_add_page(admin_client: Client, name: str) -> None:
     assert admin_client.get(reverse(f"admin:ladder_{name}_add")).status_code == 200
 
@@ -283,3 +290,50 @@ def test_it_shows_a_duplicate_billing_row_after_normalisation(admin_client: Clie
     assert response.status_code == 200
     assert "A billing row for this provider and auth type already exists." in response.content.decode()
     assert BillingCatalogEntry.objects.filter(provider="claude").count() == 1
+
+
+def test_it_strips_the_credential_entered_in_the_admin(admin_client: Client, rows: dict[str, Any]) -> None:
+    url = reverse("admin:ladder_connection_change", args=[rows["connection"].pk])
+
+    response = admin_client.post(url, connection_form(credential="  sk-new-one\n"))
+
+    assert response.status_code == 302
+    assert Connection.objects.get(pk=rows["connection"].pk).get_credential() == "sk-new-one"
+
+
+def test_it_refuses_a_credential_with_a_control_character_in_the_admin(
+    admin_client: Client, rows: dict[str, Any]
+) -> None:
+    url = reverse("admin:ladder_connection_change", args=[rows["connection"].pk])
+
+    response = admin_client.post(url, connection_form(credential="sk-new\none"))
+
+    assert response.status_code == 200
+    assert "control character" in response.content.decode()
+    assert Connection.objects.get(pk=rows["connection"].pk).get_credential() == SECRET
+
+
+@pytest.mark.parametrize("name", ["quotareading", "quotawindow"])
+def test_it_keeps_readings_read_only_in_the_admin(
+    admin_client: Client, rows: dict[str, Any], name: str
+) -> None:
+    row = rows[name]
+    before = type(row).objects.count()
+    change_url = reverse(f"admin:ladder_{name}_change", args=[row.pk])
+
+    assert admin_client.get(reverse(f"admin:ladder_{name}_add")).status_code == 403
+    assert admin_client.post(reverse(f"admin:ladder_{name}_add"), {}).status_code == 403
+    page = admin_client.get(change_url)
+    assert page.status_code == 200
+    assert 'name="_save"' not in page.content.decode()
+    assert admin_client.post(change_url, {}).status_code == 403
+    assert type(row).objects.count() == before
+
+
+def test_it_stores_an_empty_models_list_as_every_model(admin_client: Client) -> None:
+    response = admin_client.post(
+        reverse("admin:ladder_connection_add"), connection_form(id="c-empty", models="[]")
+    )
+
+    assert response.status_code == 302, response.content[:2000]
+    assert Connection.objects.get(pk="c-empty").models is None

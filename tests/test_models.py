@@ -233,3 +233,12 @@ def test_it_converts_the_configuration_to_the_domain() -> None:
     assert config.rung_budget_usd == {"cheap": 5.0, "premium": 0.0}
     assert config.cheap_max_input_usd_per_mtok == 0.5
     assert config.max_reading_age_s == 180.0
+
+
+def test_it_normalises_an_empty_models_list_to_every_model() -> None:
+    connection = Connection(id="c1", provider="claude", models=[])
+    connection.full_clean()
+    assert connection.models is None
+    connection.models = []
+    connection.save()
+    assert Connection.objects.get(pk="c1").models is None

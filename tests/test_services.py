@@ -71,3 +71,15 @@ def test_it_sets_and_clears_a_connection_credential() -> None:
 def test_it_refuses_a_credential_for_an_unknown_connection() -> None:
     with pytest.raises(Connection.DoesNotExist):
         services.connection_set_credential(connection_id="nope", credential="x")
+
+
+@pytest.mark.parametrize("credential", ["sk-secret\n", " sk-secret", "sk-sec\x00ret", "sk-secret\t"])
+def test_it_refuses_a_credential_with_control_characters_or_surrounding_whitespace(credential: str) -> None:
+    Connection.objects.create(id="c1", provider="claude", auth_type="oauth")
+
+    with pytest.raises(ValidationError) as error:
+        services.connection_set_credential(connection_id="c1", credential=credential)
+
+    assert "credential" in error.value.message_dict
+    assert "sk-sec" not in str(error.value)
+    assert Connection.objects.get(pk="c1").get_credential() is None

@@ -19,7 +19,7 @@ from typing import ClassVar, Protocol
 import httpx
 
 from ladder.domain.types import Failure, Reading, Source
-from ladder.providers.timeparse import parse_duration_s, retry_after_s
+from ladder.providers.timeparse import cap_retry_after_s, parse_duration_s, retry_after_s
 from ladder.providers.values import lower_headers
 
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=3.0)
@@ -182,8 +182,9 @@ class Upstream:
             failure = Failure("upstream_error", detail=f"timeout calling {path}: {type(exc).__name__}")
             raise FetchError(failure, transient=True) from exc
         except httpx.RequestError as exc:
+            # Never the exception's text: httpx may quote a header value, i.e. the credential.
             failure = Failure(
-                "upstream_error", detail=f"transport error calling {path}: {type(exc).__name__}: {exc}"
+                "upstream_error", detail=f"transport error calling {path}: {_transport_summary(exc)}"
             )
             raise FetchError(failure, transient=True) from exc
 
@@ -237,11 +238,35 @@ def classify_by_status(
     return Failure("upstream_error", retry_after_s=wait, detail=detail or f"HTTP {status}")
 
 
+_SAFE_TRANSPORT_MESSAGES: tuple[tuple[type[Exception], str], ...] = (
+    (httpx.ConnectError, "could not connect"),
+    (httpx.ConnectTimeout, "connect timeout"),
+    (httpx.ReadTimeout, "read timeout"),
+    (httpx.WriteTimeout, "write timeout"),
+    (httpx.PoolTimeout, "pool timeout"),
+    (httpx.ReadError, "connection read failed"),
+    (httpx.WriteError, "connection write failed"),
+    (httpx.RemoteProtocolError, "the upstream broke the HTTP protocol"),
+)
+
+
+def _transport_summary(exc: Exception) -> str:
+    """The exception's type name and, for the safe kinds, a fixed message; never its own text."""
+    for kind, message in _SAFE_TRANSPORT_MESSAGES:
+        if isinstance(exc, kind):
+            return f"{type(exc).__name__} ({message})"
+    return type(exc).__name__
+
+
 def header_retry_after_s(headers: Mapping[str, str], now: datetime) -> float | None:
     lowered = lower_headers(headers)
-    ms = parse_duration_s(lowered.get("retry-after-ms"), unit_s=0.001)
+    """Seconds from ``retry-after-ms`` or ``retry-after``, capped at 7 days; never raises."""
+    try:
+        ms = parse_duration_s(lowered.get("retry-after-ms"), unit_s=0.001)
+    except (OverflowError, ValueError, TypeError):
+        ms = None
     if ms is not None:
-        return ms
+        return cap_retry_after_s(ms)
     return retry_after_s(lowered.get("retry-after"), now=now)
 
 

@@ -124,13 +124,28 @@ def parse_time(
     return parsed if EARLIEST <= parsed < LATEST else None
 
 
+# No upstream wait is taken longer than the 7-day backoff cap (DESIGN L7); larger values are capped.
+MAX_RETRY_AFTER_S = 7 * 24 * 3600.0
+
+
+def cap_retry_after_s(seconds: float | None) -> float | None:
+    """A wait in 0..7 days (None stays None; NaN gives None; anything larger is capped)."""
+    if seconds is None or seconds != seconds:
+        return None
+    return min(max(0.0, seconds), MAX_RETRY_AFTER_S)
+
+
 def retry_after_s(value: object, *, now: datetime) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value: delay-seconds, a Go duration or an HTTP date."""
-    seconds = parse_duration_s(value)
-    if seconds is not None:
-        return seconds
-    when = parse_time(value, now=now)
-    return None if when is None else max(0.0, (when - now).total_seconds())
+    """Seconds to wait from a ``Retry-After`` value: delay-seconds, a Go duration or an HTTP date,
+    capped at 7 days. Never raises."""
+    try:
+        seconds = parse_duration_s(value)
+        if seconds is not None:
+            return cap_retry_after_s(seconds)
+        when = parse_time(value, now=now)
+        return None if when is None else cap_retry_after_s((when - now).total_seconds())
+    except (OverflowError, ValueError, TypeError):
+        return None
 
 
 def next_utc_boundary(period: str, *, now: datetime) -> datetime | None:

@@ -9,7 +9,8 @@
 - auth_failed: the connection is disabled (disabled_reason "auth_failed") until an operator acts.
 - upstream_error: stored only.
 
-A failure never shortens a cooldown already running.
+A failure never shortens a cooldown already running, except that a quota exhaustion's cooldown
+(the longer of the running and the new one) is clamped to the window's future reset.
 """
 
 from __future__ import annotations
@@ -129,7 +130,14 @@ def failure_record(
             changed = True
         if cooldown_until is not None:
             if locked.cooldown_until is not None and locked.cooldown_until > cooldown_until:
-                cooldown_until = locked.cooldown_until  # never shorten a running cooldown
+                cooldown_until = locked.cooldown_until  # the longer of the running and the new one
+            if (
+                failure.classification == "quota_exhausted"
+                and reset_at is not None
+                and reset_at > observed_at
+                and cooldown_until > reset_at
+            ):
+                cooldown_until = reset_at  # then clamped: never later than the upstream reset (L7)
             locked.cooldown_until = cooldown_until
         if changed:
             locked.save(

@@ -9,7 +9,8 @@ from dataclasses import replace
 from datetime import datetime
 
 from ladder import models as m
-from ladder.domain.types import Reading
+from ladder import selectors
+from ladder.domain.types import Reading, Window
 from ladder.providers.registry import get_adapter
 from ladder.services.readings import reading_record
 
@@ -34,5 +35,34 @@ def observation_record(
         return None
     if reading is None:
         return None
-    stored = reading_record(connection_id=connection_id, reading=replace(reading, source="headers"), now=now)
+    latest = selectors.readings_latest(connection_ids=[connection_id]).get(connection_id)
+    merged = reading_merge(latest, replace(reading, source="headers"))
+    stored = reading_record(connection_id=connection_id, reading=merged, now=now)
     return stored.reading
+
+
+def reading_merge(previous: Reading | None, headers: Reading) -> Reading:
+    """A passive-header reading completed by the previous latest reading (fail closed).
+
+    Headers tell about some windows only, and rarely about overage. The previous reading's other
+    windows keep their values (remaining_pct, reset_at, scope_models, latched) unless their own
+    reset has passed at the header reading's time; windows the headers carry replace same-name
+    windows. observed_overage carries over unless the headers state one. The merged reading is
+    verifiable only when both are. A previous reading newer than the headers is not merged in."""
+    if previous is None or previous.fetched_at > headers.fetched_at:
+        return headers
+    carried_names = {w.name for w in headers.windows}
+    kept: list[Window] = [
+        w
+        for w in previous.windows
+        if w.name not in carried_names and (w.reset_at is None or w.reset_at > headers.fetched_at)
+    ]
+    overage = headers.observed_overage
+    if overage is None or overage == "unknown":
+        overage = previous.observed_overage if previous.observed_overage is not None else overage
+    return replace(
+        headers,
+        windows=(*headers.windows, *kept),
+        observed_overage=overage,
+        verifiable=headers.verifiable and previous.verifiable,
+    )

@@ -42,8 +42,24 @@ def configuration_update(**fields: Any) -> LadderConfiguration:
     return configuration
 
 
+def credential_problem(credential: str) -> str | None:
+    """Why a credential cannot be sent in an HTTP header (None: it can). Never quotes the value."""
+    if credential != credential.strip():
+        return "The credential has leading or trailing whitespace."
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in credential):
+        return "The credential contains a control character (a line break, tab…)."
+    return None
+
+
 def connection_set_credential(*, connection_id: str, credential: str | None) -> Connection:
-    """Encrypt and store a connection's credential; None or "" removes it."""
+    """Encrypt and store a connection's credential; None or "" removes it.
+
+    ValidationError (field "credential") for a credential with control characters or surrounding
+    whitespace: it could not be sent, and an HTTP library would quote it in its error."""
+    if credential:
+        problem = credential_problem(credential)
+        if problem:
+            raise ValidationError({"credential": problem})
     with transaction.atomic():
         connection = Connection.objects.select_for_update().get(pk=connection_id)
         connection.set_credential(credential)

@@ -123,20 +123,54 @@ def usage_record(*, events: Sequence[UsageInput], now: datetime) -> UsageResult:
     unique = _dedupe(events)
     for attempt in range(RACE_RETRIES):
         try:
-            recorded = _record_once(unique, now)
+            recorded, budgets = _record_once(unique, now)
             break
         except IntegrityError:
             # Another report inserted one of these request_ids meanwhile: read it back as a replay.
             if attempt == RACE_RETRIES - 1:
                 raise
     by_id = {row.request_id: row for row in recorded}
+    if budgets is None:  # a replay of events already recorded, but not by one report
+        budgets = _current_budgets(now)
+    return UsageResult(events=tuple(by_id[event.request_id] for event in events), budgets=budgets)
+
+
+def _current_budgets(now: datetime) -> dict[Rung, RungBudget]:
     config = selectors.configuration_get().to_domain()
     start, end = period_bounds(now, config.budget_period)
-    spend = selectors.spend_usd(start=start, end=end)
-    return UsageResult(
-        events=tuple(by_id[event.request_id] for event in events),
-        budgets=rung_budgets(config, spend, now),
-    )
+    return rung_budgets(config, selectors.spend_usd(start=start, end=end), now)
+
+
+def _budgets_to_json(budgets: dict[Rung, RungBudget]) -> dict[str, object]:
+    return {
+        "budgets": [
+            {
+                "rung_index": int(key),
+                "rung": budget.rung,
+                "budget_usd": budget.budget_usd,
+                "spent_usd": budget.spent_usd,
+                "period_ends_at": budget.period_ends_at.isoformat(),
+            }
+            for key, budget in budgets.items()
+        ]
+    }
+
+
+def _budgets_from_json(stored: object) -> dict[Rung, RungBudget] | None:
+    """The budgets answered the first time (None: none stored, or unreadable)."""
+    try:
+        assert isinstance(stored, dict)
+        return {
+            Rung(item["rung_index"]): RungBudget(
+                rung=item["rung"],
+                budget_usd=item["budget_usd"],
+                spent_usd=item["spent_usd"],
+                period_ends_at=datetime.fromisoformat(item["period_ends_at"]),
+            )
+            for item in stored["budgets"]
+        }
+    except (AssertionError, KeyError, TypeError, ValueError):
+        return None
 
 
 def _dedupe(events: Sequence[UsageInput]) -> list[UsageInput]:
@@ -163,7 +197,12 @@ def _recorded(row: m.UsageEvent) -> UsageRecorded:
     )
 
 
-def _record_once(events: list[UsageInput], now: datetime) -> list[UsageRecorded]:
+def _record_once(
+    events: list[UsageInput], now: datetime
+) -> tuple[list[UsageRecorded], dict[Rung, RungBudget] | None]:
+    """The events recorded and the budgets to answer with: computed after inserting the new events
+    (and stored with them, so that a replay answers the same), or the ones stored by the report that
+    recorded every one of these events first (None when they were recorded by different reports)."""
     existing = {
         row.request_id: row
         for row in m.UsageEvent.objects.filter(request_id__in=[event.request_id for event in events])
@@ -176,11 +215,21 @@ def _record_once(events: list[UsageInput], now: datetime) -> list[UsageRecorded]
         elif row.payload_hash != event.payload_hash:
             raise UsageConflict(event.field("request_id"), event.request_id)
     rows = _price(fresh, now) if fresh else []
+    budgets: dict[Rung, RungBudget] | None = None
     if rows:
         with transaction.atomic():
             m.UsageEvent.objects.bulk_create(rows)
+            budgets = _current_budgets(now)
+            response = _budgets_to_json(budgets)
+            m.UsageEvent.objects.filter(request_id__in=[row.request_id for row in rows]).update(
+                response=response
+            )
             bump_state_version()
-    return [_recorded(row) for row in (*existing.values(), *rows)]
+    else:
+        answers = [row.response for row in existing.values()]
+        if answers and all(answer is not None and answer == answers[0] for answer in answers):
+            budgets = _budgets_from_json(answers[0])
+    return [_recorded(row) for row in (*existing.values(), *rows)], budgets
 
 
 def _price(events: list[UsageInput], now: datetime) -> list[m.UsageEvent]:

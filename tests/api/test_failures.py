@@ -169,3 +169,41 @@ def test_it_needs_the_report_scope(client: Any, resolve_only_token: str, c1: m.C
     assert_error(
         Api(client, resolve_only_token).post(URL, {"status": 429}), PATH, "post", 403, "insufficient_scope"
     )
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"retry-after": "99999999999999999999"},
+        {"retry-after": 1e30},
+        {f"{U}5h-status": "rejected", "retry-after": "1e12"},
+    ],
+)
+def test_it_caps_an_enormous_retry_after_instead_of_failing(
+    gateway: Api, clock: Clock, c1: m.Connection, headers: dict[str, Any]
+) -> None:
+    body = fail(gateway, {"status": 429, "headers": headers, "model": "claude-sonnet-4-5"})
+
+    assert body["cooldown_until"] is not None
+    row = m.FailureEvent.objects.get()
+    assert row.retry_after_s is None or row.retry_after_s <= 7 * 24 * 3600
+
+
+@pytest.mark.parametrize(
+    "observed_at",
+    [
+        "0001-01-01T00:00:00+00:00",
+        "0001-01-01T00:00:00+14:00",
+        "9999-12-31T23:59:59-14:00",
+        "2150-01-01T00:00:00Z",
+        "1999-12-31T23:59:59Z",
+    ],
+)
+def test_it_refuses_an_observed_at_outside_the_supported_range(
+    gateway: Api, clock: Clock, c1: m.Connection, observed_at: str
+) -> None:
+    response = gateway.post(URL, {"status": 429, "headers": {}, "observed_at": observed_at})
+
+    error = assert_error(response, PATH, "post", 400)
+    assert error["field"] == "observed_at"
+    assert not m.FailureEvent.objects.exists()

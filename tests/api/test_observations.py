@@ -198,3 +198,22 @@ def test_it_answers_422_when_the_adapter_makes_a_reading_that_cannot_be_stored(
 
     assert "duplicate window name" in error["message"]
     assert not m.QuotaReading.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "observed_at",
+    [
+        "0001-01-01T00:00:00+00:00",
+        "0001-01-01T00:00:00+14:00",
+        "9999-12-31T23:59:59-14:00",
+        "2150-01-01T00:00:00Z",
+        "1999-12-31T23:59:59Z",
+    ],
+)
+def test_it_refuses_an_observation_time_outside_the_supported_range(
+    gateway: Api, clock: Clock, c1: m.Connection, observed_at: str
+) -> None:
+    response = gateway.post(URL, {"status": 200, "headers": headers(0.37), "observed_at": observed_at})
+
+    error = assert_error(response, PATH, "post", 400)
+    assert error["field"] == "observed_at"

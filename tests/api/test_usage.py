@@ -295,3 +295,46 @@ def test_it_takes_a_rung_out_when_its_budget_is_spent_and_back_next_period(
         report(gateway, event("r3", occurred_at=format_utc(clock.now)))["budgets"]["cheap"]["spent_usd"]
         == 1.25
     )
+
+
+@pytest.mark.parametrize(
+    "occurred_at",
+    [
+        "0001-01-01T00:00:00+14:00",
+        "0001-01-01T00:00:00+00:00",
+        "9999-12-31T23:59:59-14:00",
+        "2150-01-01T00:00:00Z",
+        "1999-12-31T23:59:59Z",
+    ],
+)
+def test_it_refuses_an_occurred_at_outside_the_supported_range(
+    gateway: Api, clock: Clock, key: m.Connection, occurred_at: str
+) -> None:
+    response = gateway.post(PATH, event(occurred_at=occurred_at))
+
+    error = assert_error(response, PATH, "post", 400)
+    assert error["field"] == "occurred_at"
+    assert not m.UsageEvent.objects.exists()
+
+
+def test_it_replays_the_first_answer_after_more_spend_was_reported(
+    gateway: Api, clock: Clock, key: m.Connection
+) -> None:
+    first = gateway.post(PATH, event("r1"))
+    report(gateway, event("r2", cost_usd=3.5))
+
+    again = gateway.post(PATH, event("r1"))
+
+    assert again.status_code == first.status_code == 200
+    assert json.loads(again.content) == json.loads(first.content)
+
+
+def test_it_replays_an_identical_batch_with_the_same_body(
+    gateway: Api, clock: Clock, key: m.Connection
+) -> None:
+    batch = {"events": [event("r1"), event("r2", cost_usd=0.75)]}
+    first = report(gateway, batch)
+    report(gateway, event("r3", cost_usd=9.0))
+    clock.advance(seconds=30)
+
+    assert report(gateway, batch) == first

@@ -256,3 +256,35 @@ def test_it_refuses_an_unknown_connection() -> None:
     with pytest.raises(m.Connection.DoesNotExist):
         record(connection_id="ghost")
     assert not m.FailureEvent.objects.exists()
+
+
+def test_it_clamps_a_running_two_day_cooldown_to_a_quota_reset_in_two_hours() -> None:
+    claude(cooldown_until=NOW + timedelta(days=2), backoff_level=0)
+
+    outcome = record(headers=rejected("5h"))
+
+    assert outcome.classification == "quota_exhausted"
+    assert outcome.cooldown_until == IN_2H
+    assert m.Connection.objects.get(pk="c1").cooldown_until == IN_2H
+
+
+def test_it_keeps_a_running_cooldown_longer_than_the_new_one_but_before_the_reset() -> None:
+    claude(cooldown_until=NOW + timedelta(hours=1), backoff_level=0)
+
+    outcome = record(headers=rejected("5h"))
+
+    assert outcome.cooldown_until == NOW + timedelta(hours=1)
+
+
+def test_it_copies_the_latest_readings_overage_into_the_error_reading() -> None:
+    claude()
+    reading = m.QuotaReading.objects.get()
+    reading.observed_overage = "meters-to-paid"
+    reading.save()
+
+    record(headers=rejected("5h"))
+
+    latest = selectors.readings_latest(connection_ids=["c1"])["c1"]
+    assert latest.source == "error"
+    assert latest.observed_overage == "meters-to-paid"
+    assert set(latest_windows()) == {"5h", "7d", "7d-opus"}

@@ -596,3 +596,24 @@ def test_it_makes_the_claim_token_from_the_claim_time_and_lease() -> None:
 
     assert claim_deadline(now, 60) == now + timedelta(seconds=60)
     assert claim_deadline(now + timedelta(microseconds=1), 60) != claim_deadline(now, 60)
+
+
+def test_it_never_stores_or_logs_a_credential_quoted_by_a_transport_error(
+    upstream: FakeUpstream, client: httpx.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "sk-ant-oat01-SECRETSECRET"
+    connection = make_connection(upstream, "c1")
+    connection.set_credential(secret + "\n")  # bypasses the validation, as an old row could
+    connection.save()
+
+    with caplog.at_level("DEBUG"):
+        outcome = connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client)
+
+    assert outcome == "transient"
+    row = Connection.objects.get(pk="c1")
+    assert "transport error" in row.last_poll_error
+    assert secret not in row.last_poll_error
+    assert all(secret not in event.detail for event in FailureEvent.objects.all())
+    ladder_logs = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("ladder"))
+    assert "LocalProtocolError" in ladder_logs
+    assert secret not in ladder_logs

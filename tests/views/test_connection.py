@@ -183,3 +183,14 @@ def test_it_shows_the_connection_pool_state_with_reasons(viewer: Client) -> None
     plan_setup(remaining=1)
     html = viewer.get(url()).content.decode()
     assert "auto/subscription</span> out of pool: quota exhausted (at or below the exit cutoff)" in html
+
+
+def test_it_lands_a_no_js_refresh_on_the_connection_page(client: Client, refreshed: list[list[str]]) -> None:
+    plan_setup()
+    client.force_login(editor_create())
+
+    response = client.post(refresh_url(), follow=True)
+
+    assert response.redirect_chain == [(url(), 302)]
+    assert response.status_code == 200
+    assert "Refreshed: ok." in response.content.decode()
