@@ -1,10 +1,15 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis
 from cryptography.fernet import Fernet
+
+from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl, run_fake_upstream
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
@@ -28,7 +33,6 @@ def shared_dir() -> Path:
 def _hotstate_cleanup() -> object:
     """Remove this run's hot-state keys from the shared Redis when the run ends."""
     yield
-    import redis
     from django.conf import settings
 
     try:
@@ -37,3 +41,39 @@ def _hotstate_cleanup() -> object:
             client.delete(key)
     except redis.RedisError:
         pass
+
+
+TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
+
+
+@pytest.fixture
+def hot(settings: Any) -> Iterator[redis.Redis]:
+    """The hot state in Redis DB 15 under a prefix of this test's own; its keys are removed after."""
+    from ladder.services import hotstate
+
+    prefix = f"test-hot:{uuid.uuid4().hex}"
+    settings.LADDER_HOTSTATE_REDIS_URL = TEST_REDIS_URL
+    settings.LADDER_HOTSTATE_PREFIX = prefix
+    hotstate.mark_up()
+    client = redis.Redis.from_url(TEST_REDIS_URL)
+    yield client
+    keys = list(client.scan_iter(f"{prefix}:*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+    hotstate.mark_up()
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[FakeUpstream]:
+    """A fake upstream of this module's own, on a free port."""
+    with run_fake_upstream() as running:
+        yield running
+
+
+@pytest.fixture
+def control(upstream: FakeUpstream) -> Iterator[FakeUpstreamControl]:
+    with upstream.control() as ctl:
+        ctl.reset()
+        yield ctl
+        ctl.reset()

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -14,7 +12,7 @@ from django_celery_beat.models import PeriodicTask
 from django_celery_beat.schedulers import DatabaseScheduler
 
 from ladder import selectors, tasks
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl, run_fake_upstream
+from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.models import Connection, Heartbeat, QuotaReading
 from ladder.services import hotstate
 from ladder.services.readings import reading_record
@@ -26,33 +24,6 @@ pytestmark = pytest.mark.django_db
 TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[FakeUpstream]:
-    with run_fake_upstream() as running:
-        yield running
-
-
-@pytest.fixture
-def control(upstream: FakeUpstream) -> Iterator[FakeUpstreamControl]:
-    with upstream.control() as ctl:
-        ctl.reset()
-        yield ctl
-        ctl.reset()
-
-
-@pytest.fixture
-def hot(settings: Any) -> Iterator[redis.Redis]:
-    prefix = f"test-tasks:{uuid.uuid4().hex}"
-    settings.LADDER_HOTSTATE_REDIS_URL = TEST_REDIS_URL
-    settings.LADDER_HOTSTATE_PREFIX = prefix
-    hotstate.mark_up()
-    client = redis.Redis.from_url(TEST_REDIS_URL)
-    yield client
-    keys = list(client.scan_iter(f"{prefix}:*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
-    hotstate.mark_up()
 
 
 def make_connection(

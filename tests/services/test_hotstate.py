@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import socket
 import time
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,20 +21,6 @@ pytestmark = pytest.mark.django_db
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
 
-
-@pytest.fixture
-def hot(settings: Any) -> Iterator[redis.Redis]:
-    prefix = f"test-hotstate:{uuid.uuid4().hex}"
-    settings.LADDER_HOTSTATE_REDIS_URL = TEST_REDIS_URL
-    settings.LADDER_HOTSTATE_PREFIX = prefix
-    hotstate.mark_up()
-    client = redis.Redis.from_url(TEST_REDIS_URL)
-    yield client
-    keys = list(client.scan_iter(f"{prefix}:*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
-    hotstate.mark_up()
 
 
 def closed_port() -> int:

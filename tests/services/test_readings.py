@@ -1,8 +1,6 @@
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,21 +19,6 @@ pytestmark = pytest.mark.django_db
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
 
-
-@pytest.fixture
-def hot(settings: Any) -> Iterator[redis.Redis]:
-    """The hot state in Redis DB 15 under a prefix of this test's own; its keys are removed after."""
-    prefix = f"test-readings:{uuid.uuid4().hex}"
-    settings.LADDER_HOTSTATE_REDIS_URL = TEST_REDIS_URL
-    settings.LADDER_HOTSTATE_PREFIX = prefix
-    hotstate.mark_up()
-    client = redis.Redis.from_url(TEST_REDIS_URL)
-    yield client
-    keys = list(client.scan_iter(f"{prefix}:*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
-    hotstate.mark_up()
 
 
 @pytest.fixture

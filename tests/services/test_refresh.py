@@ -3,7 +3,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,7 +16,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from ladder import selectors
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl, run_fake_upstream
+from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.models import Connection, FailureEvent, QuotaReading
 from ladder.providers import ADAPTERS
 from ladder.services import hotstate
@@ -53,33 +52,6 @@ KINDS = (
 )
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[FakeUpstream]:
-    with run_fake_upstream() as running:
-        yield running
-
-
-@pytest.fixture
-def control(upstream: FakeUpstream) -> Iterator[FakeUpstreamControl]:
-    with upstream.control() as ctl:
-        ctl.reset()
-        yield ctl
-        ctl.reset()
-
-
-@pytest.fixture
-def hot(settings: Any) -> Iterator[redis.Redis]:
-    prefix = f"test-refresh:{uuid.uuid4().hex}"
-    settings.LADDER_HOTSTATE_REDIS_URL = TEST_REDIS_URL
-    settings.LADDER_HOTSTATE_PREFIX = prefix
-    hotstate.mark_up()
-    client = redis.Redis.from_url(TEST_REDIS_URL)
-    yield client
-    keys = list(client.scan_iter(f"{prefix}:*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
-    hotstate.mark_up()
 
 
 @pytest.fixture
