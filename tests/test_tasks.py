@@ -21,10 +21,6 @@ from omniroute.celery import app
 
 pytestmark = pytest.mark.django_db
 
-TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
-
-
-
 
 def make_connection(
     upstream: FakeUpstream, cid: str, kind: str = "claude-oauth", **fields: Any

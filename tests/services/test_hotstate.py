@@ -19,8 +19,6 @@ from ladder.services.readings import reading_record
 pytestmark = pytest.mark.django_db
 
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
-TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
-
 
 
 def closed_port() -> int:

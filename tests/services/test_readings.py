@@ -17,8 +17,6 @@ from ladder.services.readings import ClaimLost, reading_record, readings_purge
 pytestmark = pytest.mark.django_db
 
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
-TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
-
 
 
 @pytest.fixture

@@ -33,7 +33,6 @@ from ladder.services.refresh import (
 
 pytestmark = pytest.mark.django_db
 
-TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
 LEASE_S = 60.0
 # Every kind whose adapter polls a quota endpoint that the fake upstream serves.
 KINDS = (
@@ -50,8 +49,6 @@ KINDS = (
     "openrouter",
     "moonshot-api",
 )
-
-
 
 
 @pytest.fixture
