@@ -35,6 +35,7 @@ from ladder.domain.budgets import RungBudget
 from ladder.domain.resolve import billing_verdict
 from ladder.domain.timefmt import format_utc, format_utc_or_none
 from ladder.domain.types import Connection, Rung, Snapshot
+from ladder.domain.windows import FUTURE_TOLERANCE_S
 from ladder.models import CONNECTION_ID_PATTERN
 from ladder.openapi import openapi_document
 from ladder.services.failures import failure_record
@@ -45,7 +46,6 @@ from ladder.statefile import reading_to_dict
 
 logger = logging.getLogger(__name__)
 
-FUTURE_TOLERANCE_S = 300
 MODELS_CREATED = 1767225600  # 2026-01-01T00:00:00Z: the auto ids are not dated models
 BEAT_MIN_MAX_AGE_S = 60.0
 CONNECTION_ID_RE = re.compile(CONNECTION_ID_PATTERN)
@@ -269,7 +269,7 @@ def _invalid_reading(exc: ValidationError) -> ApiError:
 def _not_future(moment: datetime, now: datetime) -> None:
     if (moment - now).total_seconds() > FUTURE_TOLERANCE_S:
         raise unprocessable(
-            f"observed_at: {format_utc(moment)} is more than {FUTURE_TOLERANCE_S} s in the future",
+            f"observed_at: {format_utc(moment)} is more than {FUTURE_TOLERANCE_S:g} s in the future",
             "observed_at",
             code="future_observation",
         )

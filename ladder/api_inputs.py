@@ -12,13 +12,12 @@ from typing import Any, TypeVar
 
 from ladder.api_errors import ApiError, invalid
 from ladder.domain.types import Candidate
-from ladder.services.usage import MAX_EVENTS, UsageInput, quantize_usd
+from ladder.services.usage import MAX_COST_USD, MAX_EVENTS, UsageInput, quantize_usd
 from ladder.statefile import StateError, parse_candidates, parse_time
 
 T = TypeVar("T")
 
 MAX_TOKENS = 10**12
-MAX_COST_USD = 10**9
 MAX_ID_CHARS = 200
 MAX_HEADERS = 500
 

@@ -15,10 +15,10 @@ from ladder import models as m
 from ladder.domain.budgets import BUDGET_RUNG_NAMES
 from ladder.domain.timefmt import format_utc
 from ladder.domain.types import Reading
+from ladder.domain.windows import FUTURE_TOLERANCE_S
 from ladder.services import bump_state_version
 from ladder.statefile import StateError, parse_state
 
-FUTURE_READING_TOLERANCE = timedelta(seconds=300)
 WINDOW_NAME_MAX = m.QuotaWindow._meta.get_field("name").max_length or 64
 
 
@@ -48,7 +48,7 @@ def _check_reading(reading: Reading | None, path: str, now: datetime) -> None:
         if window.name in names:
             raise StateError(where, f"duplicate window name {window.name!r}")
         names.add(window.name)
-    if reading.fetched_at > now + FUTURE_READING_TOLERANCE:
+    if reading.fetched_at > now + timedelta(seconds=FUTURE_TOLERANCE_S):
         raise StateError(
             f"{path}.quota.fetched_at",
             "is more than 300 s in the future; readings from the future are refused",

@@ -8,6 +8,9 @@ from functools import lru_cache
 
 from ladder.domain.types import LadderConfig, Reading, Window
 
+# L5: services refuse readings (and reports) dated more than this far after their own clock.
+FUTURE_TOLERANCE_S = 300.0
+
 
 @lru_cache(maxsize=65536)
 def scope_matches(scope_models: tuple[str, ...], model: str) -> bool:

@@ -19,13 +19,12 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from ladder.domain.types import SOURCES, LadderConfig, Reading
-from ladder.domain.windows import is_fresh, next_latch
+from ladder.domain.windows import FUTURE_TOLERANCE_S, is_fresh, next_latch
 from ladder.models import Connection, FailureEvent, LadderConfiguration, QuotaReading, QuotaWindow
 from ladder.services import hotstate
 from ladder.services.state import bump_state_version
 
 # DESIGN L5: services refuse readings dated more than this far in the future.
-FUTURE_TOLERANCE_S = 300.0
 # How many earlier readings a window's latch is looked up in (an unverifiable reading without
 # windows in between must not clear a latch).
 LATCH_LOOKBACK_READINGS = 5

@@ -24,10 +24,10 @@ from ladder.domain.budgets import BUDGET_RUNG_NAMES, RungBudget, period_bounds, 
 from ladder.domain.tiers import rung_for
 from ladder.domain.timefmt import format_utc_or_none
 from ladder.domain.types import Rung
+from ladder.domain.windows import FUTURE_TOLERANCE_S
 from ladder.services.state import bump_state_version
 
 MAX_EVENTS = 1000
-FUTURE_TOLERANCE = timedelta(seconds=300)
 MICRO_USD = Decimal("0.000001")
 MAX_COST_USD = Decimal("1000000000")  # $1e9: far above any request, well inside the column
 PER_MTOK = Decimal(1_000_000)
@@ -242,7 +242,7 @@ def _price(events: list[UsageInput], now: datetime) -> list[m.UsageEvent]:
     config = selectors.configuration_get().to_domain()
     rows = []
     for event in events:
-        if event.occurred_at is not None and event.occurred_at > now + FUTURE_TOLERANCE:
+        if event.occurred_at is not None and event.occurred_at > now + timedelta(seconds=FUTURE_TOLERANCE_S):
             raise UsageInvalid(
                 event.field("occurred_at"),
                 "is more than 300 s in the future; events from the future are refused",
