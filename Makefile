@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | sha1s
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[dev,litellm]'
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
