@@ -47,7 +47,8 @@ def sqlite_database(name: str) -> dict[str, object]:
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": name,
         "OPTIONS": {
-            "timeout": 20,
+            # How long a write waits for SQLite's lock before the API answers 503 (fault tests shorten it).
+            "timeout": float(os.getenv("SQLITE_TIMEOUT_S", "20")),
             "transaction_mode": "IMMEDIATE",
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         },
