@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -8,6 +9,8 @@ from typing import Any
 import pytest
 import redis
 from cryptography.fernet import Fernet
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl, run_fake_upstream
 
@@ -16,6 +19,27 @@ SHARED = ROOT.parent / "shared"
 TEST_CREDENTIAL_KEY = Fernet.generate_key().decode()
 # Hot-state keys of this test run stay apart from a running demo's and from other runs'.
 TEST_HOTSTATE_PREFIX = f"ladder:test:{uuid.uuid4().hex[:12]}"
+
+# One profile mechanism for every property test. `make test` runs the default profile (each test's own
+# small count); `make soak` sets HYPOTHESIS_PROFILE=nightly: at least 10,000 examples per property.
+HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "default")
+NIGHTLY_EXAMPLES = 10_000
+hypothesis_settings.register_profile(
+    "default",
+    max_examples=300,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+hypothesis_settings.register_profile(
+    "nightly", hypothesis_settings.get_profile("default"), max_examples=NIGHTLY_EXAMPLES
+)
+hypothesis_settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+def examples(default: int, *, nightly: int = NIGHTLY_EXAMPLES) -> int:
+    """A property's example count: `default` in the default run, `nightly` under the nightly profile."""
+    return default if HYPOTHESIS_PROFILE == "default" else max(nightly, default)
 
 
 @pytest.fixture(autouse=True)

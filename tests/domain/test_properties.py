@@ -1,12 +1,11 @@
 """Properties of the resolver over random states, checked against an oracle written from the rules.
 
-HYPOTHESIS_PROFILE=nightly runs 10 000 examples per property; the default is 300.
+HYPOTHESIS_PROFILE=nightly (make soak) runs 10 000 examples per property; the default is 300.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ladder.domain import (
@@ -33,15 +32,11 @@ from ladder.domain import (
     resolve,
 )
 from ladder.domain.types import CATEGORIES
+from tests.conftest import examples
 from tests.domain.builders import NOW
 
-settings.register_profile(
-    "default", max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.register_profile(
-    "nightly", max_examples=10_000, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
-PROFILE = settings.get_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+# The profiles are registered in tests/conftest.py (one mechanism for every property test).
+PROFILE = settings(max_examples=examples(300))
 
 PROVIDERS = ("p0", "p1", "p2")
 MODEL_IDS = ("m0", "m1", "Opus-X", "z:free")
@@ -586,6 +581,21 @@ def holds_never_mixes_rungs_in_a_pool_entry(case: Case, resolution: Resolution) 
         assert rungs == {int(entry.rung)}
 
 
+def holds_keeps_off_cooling_and_spent_rungs_out_of_every_pool(case: Case, resolution: Resolution) -> None:
+    """L7 and L8 stated plainly: no pool entry of either grouping rides on a connection that is off or
+    cooling down, nor on a cheap/premium rung whose budget is $0 or spent for the period."""
+    s = case.snapshot
+    by_id = {c.id: c for c in s.connections}
+    for entry in resolution.pool:
+        for cid in entry.allowed_connection_ids:
+            assert by_id[cid].enabled
+            assert by_id[cid].cooldown_until is None or by_id[cid].cooldown_until <= NOW
+        budget_rung = {3: "cheap", 4: "premium"}.get(int(entry.rung))
+        if budget_rung is not None:
+            budget = s.config.rung_budget_usd.get(budget_rung)
+            assert budget is None or (budget > 0 and s.spend_usd.get(budget_rung, 0.0) < budget)
+
+
 def holds_orders_by_rung_and_keeps_incoming_order_within_a_rung(case: Case, resolution: Resolution) -> None:
     candidates = expand(case)
     index = {(c.provider, c.model, c.connection_id): i for i, c in reversed(list(enumerate(candidates)))}
@@ -653,6 +663,7 @@ PROPERTIES = (
     holds_keeps_only_verified_hard_stop_plans_in_auto_subscription,
     holds_rewrites_allowlists_to_an_ordered_subset_of_the_incoming_list,
     holds_never_mixes_rungs_in_a_pool_entry,
+    holds_keeps_off_cooling_and_spent_rungs_out_of_every_pool,
     holds_orders_by_rung_and_keeps_incoming_order_within_a_rung,
     holds_places_every_pair_exactly_once_in_pool_or_excluded,
     holds_sets_empty_iff_the_pool_is_empty,
