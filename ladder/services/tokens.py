@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import re
 import secrets
 from datetime import datetime, timedelta
@@ -64,10 +65,16 @@ def gateway_token_authenticate(*, plaintext: str, now: datetime) -> GatewayToken
     """The live token with this value, or None; last_used_at is written at most once a minute."""
     if len(plaintext) > 256:
         return None
-    token = GatewayToken.objects.filter(
-        token_hash=gateway_token_hash(plaintext), revoked_at__isnull=True
-    ).first()
-    if token is None:
+    presented_hash = gateway_token_hash(plaintext)
+    # The indexed lookup compares SHA-256 digests, never the secret: however long the index takes,
+    # it can at most tell a caller how many leading digest characters of a value *they chose* match
+    # a stored digest. Knowing part of a digest does not help find a value that hashes to it (a
+    # preimage of SHA-256; the tokens carry 256 random bits), so timing the lookup leaks nothing
+    # useful. The comparison in Python below is constant-time anyway, so that no code path of ours
+    # compares a secret-derived value with an early exit (and a database whose collation matched
+    # loosely could not let a near miss through).
+    token = GatewayToken.objects.filter(token_hash=presented_hash, revoked_at__isnull=True).first()
+    if token is None or not hmac.compare_digest(token.token_hash, presented_hash):
         return None
     threshold = now - LAST_USED_RESOLUTION
     if token.last_used_at is None or token.last_used_at <= threshold:
