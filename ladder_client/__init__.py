@@ -1,0 +1,46 @@
+"""A typed Python client of the OmniRoute Ladder gateway API, and a LiteLLM integration.
+
+``ladder_client`` needs only httpx: it never imports Django or the ladder. The LiteLLM routing
+strategy and callback live in ``ladder_client.litellm_router`` (``pip install .[litellm]``), which is
+the only module that imports LiteLLM.
+"""
+
+from ladder_client.client import LadderClient, LadderError, ResolutionCache
+from ladder_client.types import (
+    Candidate,
+    ConnectionsReport,
+    ConnectionState,
+    EmptyPool,
+    Excluded,
+    FailureOutcome,
+    LadderProtocolError,
+    PoolEntry,
+    QuotaWindow,
+    Reading,
+    Resolution,
+    RungBudget,
+    UsageEvent,
+    UsageRecorded,
+    UsageReport,
+)
+
+__all__ = [
+    "Candidate",
+    "ConnectionState",
+    "ConnectionsReport",
+    "EmptyPool",
+    "Excluded",
+    "FailureOutcome",
+    "LadderClient",
+    "LadderError",
+    "LadderProtocolError",
+    "PoolEntry",
+    "QuotaWindow",
+    "Reading",
+    "Resolution",
+    "ResolutionCache",
+    "RungBudget",
+    "UsageEvent",
+    "UsageRecorded",
+    "UsageReport",
+]

@@ -1,0 +1,98 @@
+"""A running ladder (pytest-django's live_server) with a small catalog, and real tokens for it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+
+from ladder import api
+from ladder import models as m
+from ladder.services import bump_state_version
+from ladder.services.tokens import gateway_token_create
+from ladder_client import LadderClient
+
+PLAN = "plan-claude"  # a Claude Code OAuth plan: subscription, hard-stop
+CHEAP = "cheap-openai"  # an OpenAI API key: metered, on a cheap model
+PLAN_MODEL = ("claude", "claude-sonnet-4-5")
+CHEAP_MODEL = ("openai", "gpt-4o-mini")
+
+
+@dataclass
+class RefreshRecorder:
+    """Refresh requests recorded instead of queued: no Celery task reaches the shared broker."""
+
+    calls: list[list[str]] = field(default_factory=list)
+
+    def __call__(self, *, connection_ids: list[str]) -> list[str]:
+        self.calls.append(list(connection_ids))
+        return list(connection_ids)
+
+
+@dataclass(frozen=True)
+class Ladder:
+    url: str
+    token: str  # scopes resolve and report
+    refreshes: RefreshRecorder
+
+    def client(self, **options: Any) -> LadderClient:
+        return LadderClient(self.url, self.token, **options)
+
+
+def seed_catalog() -> None:
+    """Exactly two billing rows and two models (the seeded catalog may or may not be there)."""
+    m.ModelCatalogEntry.objects.all().delete()
+    m.BillingCatalogEntry.objects.all().delete()
+    m.BillingCatalogEntry.objects.create(
+        provider="claude", auth_type="oauth", billing="subscription", overage="hard-stop"
+    )
+    m.BillingCatalogEntry.objects.create(
+        provider="openai", auth_type="apikey", billing="metered", overage="meters-to-paid"
+    )
+    m.ModelCatalogEntry.objects.create(
+        provider=PLAN_MODEL[0],
+        model=PLAN_MODEL[1],
+        input_usd_per_mtok=3,
+        output_usd_per_mtok=15,
+        categories=["coding", "chat"],
+        position=0,
+    )
+    m.ModelCatalogEntry.objects.create(
+        provider=CHEAP_MODEL[0],
+        model=CHEAP_MODEL[1],
+        input_usd_per_mtok="0.15",
+        output_usd_per_mtok="0.6",
+        categories=["chat"],
+        position=1,
+    )
+    m.Connection.objects.create(id=PLAN, provider="claude", auth_type="oauth", position=0)
+    m.Connection.objects.create(id=CHEAP, provider="openai", auth_type="apikey", position=1)
+    bump_state_version()
+
+
+@pytest.fixture
+def ladder(live_server: Any, monkeypatch: pytest.MonkeyPatch, transactional_db: None) -> Iterator[Ladder]:
+    recorder = RefreshRecorder()
+    monkeypatch.setattr("ladder.api.refresh_request", recorder)
+    monkeypatch.setattr("ladder.services.failures.refresh_request", recorder)
+    # A flushed database starts its state version again: never serve another test's snapshot.
+    api.snapshot_cache.clear()
+    seed_catalog()
+    _, token = gateway_token_create(name="gateway", scope_resolve=True, scope_report=True)
+    yield Ladder(url=live_server.url, token=token, refreshes=recorder)
+    api.snapshot_cache.clear()
+
+
+class CountingTransport(httpx.HTTPTransport):
+    """A real HTTP transport that counts the requests it sends (retries included)."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.sent: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent.append(f"{request.method} {request.url.path}")
+        return super().handle_request(request)

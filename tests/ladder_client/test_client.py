@@ -1,0 +1,521 @@
+"""LadderClient against a running ladder: every call, and every way a call can fail."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from ladder.services.tokens import gateway_token_create
+from ladder_client import (
+    Candidate,
+    LadderClient,
+    LadderError,
+    Reading,
+    Resolution,
+    UsageEvent,
+)
+from tests.ladder_client.conftest import CHEAP, CHEAP_MODEL, PLAN, PLAN_MODEL, CountingTransport, Ladder
+from tests.ladder_client.sockets import http_answer, refused_url, scripted_server, silent_server
+
+ROOT = Path(__file__).resolve().parents[2]
+CANDIDATES = (
+    Candidate(*PLAN_MODEL, connection_id=None, allowed_connection_ids=(PLAN,)),
+    Candidate(*CHEAP_MODEL, connection_id=None, allowed_connection_ids=(CHEAP,)),
+)
+
+
+def claude_headers(*, utilization: float, reset_at: datetime, status: str = "allowed") -> dict[str, str]:
+    return {
+        "anthropic-ratelimit-unified-5h-utilization": str(utilization),
+        "anthropic-ratelimit-unified-5h-reset": reset_at.isoformat(),
+        "anthropic-ratelimit-unified-5h-status": status,
+    }
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# --- resolve ----------------------------------------------------------------------------------
+
+
+def test_it_resolves_a_pool_from_the_catalog(ladder: Ladder) -> None:
+    with ladder.client() as client:
+        resolution = client.resolve("auto/thrifty")
+
+    assert isinstance(resolution, Resolution)
+    assert resolution.grouping == "thrifty"
+    assert resolution.resolved_at.tzinfo is not None
+    # The plan has no reading: admitted on rung 0 (fail open) and asked to refresh.
+    assert [(e.provider, e.model, e.rung, e.allowed_connection_ids) for e in resolution.pool] == [
+        (*PLAN_MODEL, "subscription", (PLAN,)),
+        (*CHEAP_MODEL, "cheap", (CHEAP,)),
+    ]
+    assert resolution.empty is None
+    assert resolution.refresh == (PLAN,)
+    assert ladder.refreshes.calls == [[PLAN]]
+
+
+def test_it_sends_the_gateways_candidates_in_their_order(ladder: Ladder) -> None:
+    cheap_first = (
+        Candidate(*CHEAP_MODEL, connection_id=CHEAP, allowed_connection_ids=(CHEAP,)),
+        Candidate(*PLAN_MODEL, connection_id=None, allowed_connection_ids=("nobody", PLAN)),
+    )
+    with ladder.client() as client:
+        resolution = client.resolve("auto/thrifty", cheap_first)
+
+    # Rung order wins over candidate order; the unknown connection is explained, never routed.
+    assert [(e.rung_index, e.connection_id, e.allowed_connection_ids) for e in resolution.pool] == [
+        (0, None, (PLAN,)),
+        (3, CHEAP, (CHEAP,)),
+    ]
+    assert [(x.connection_id, x.reason, x.rung) for x in resolution.excluded] == [
+        ("nobody", "unknown_connection", None)
+    ]
+
+
+def test_it_returns_an_empty_pool_with_its_reason_and_retry_time(ladder: Ladder) -> None:
+    reset_at = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=2)
+    with ladder.client() as client:
+        client.report_observation(PLAN, claude_headers(utilization=1.0, reset_at=reset_at, status="rejected"))
+        resolution = client.resolve("auto/subscription", CANDIDATES[:1])
+
+    assert resolution.pool == ()
+    assert resolution.empty is not None
+    assert resolution.empty.code == "no_verified_subscription_quota"
+    assert resolution.empty.retry_at == reset_at
+    assert [x.reason for x in resolution.excluded] == ["quota_exhausted"]
+
+
+def test_it_raises_the_apis_400_for_an_invalid_model(ladder: Ladder) -> None:
+    with ladder.client() as client, pytest.raises(LadderError) as raised:
+        client.resolve("auto/coding:warp")
+
+    error = raised.value
+    assert (error.status, error.code, error.field) == (400, "invalid_model", "model")
+    assert "warp" in error.message
+    assert "thrifty" in error.message
+    assert error.retry_after_s is None
+    assert str(error).startswith("HTTP 400 invalid_model:")
+
+
+# --- tokens -----------------------------------------------------------------------------------
+
+
+def test_it_raises_401_for_an_unknown_token(ladder: Ladder) -> None:
+    with (
+        LadderClient(ladder.url, "olr_not-a-real-token-at-all") as client,
+        pytest.raises(LadderError) as raised,
+    ):
+        client.resolve("auto/thrifty")
+
+    assert (raised.value.status, raised.value.code) == (401, "invalid_token")
+
+
+def test_it_raises_403_when_the_token_lacks_the_scope(ladder: Ladder) -> None:
+    _, resolve_only = gateway_token_create(name="resolver", scope_resolve=True, scope_report=False)
+    event = UsageEvent(request_id="r-1", connection_id=CHEAP, model=CHEAP_MODEL[1], input_tokens=1)
+
+    with LadderClient(ladder.url, resolve_only) as client:
+        assert client.resolve("auto/thrifty").pool  # the scope it has works
+        with pytest.raises(LadderError) as raised:
+            client.report_usage(event)
+
+    assert (raised.value.status, raised.value.code) == (403, "insufficient_scope")
+    assert "report" in raised.value.message
+
+
+def test_it_never_shows_the_token(ladder: Ladder) -> None:
+    client = ladder.client()
+    assert ladder.token not in repr(client)
+    client.close()
+
+
+# --- usage ------------------------------------------------------------------------------------
+
+
+def test_it_reports_one_usage_event_and_reads_the_budgets(ladder: Ladder) -> None:
+    from ladder.services import configuration_update
+
+    configuration_update(rung_budget_usd={"cheap": 5.0})
+    at = datetime.now(UTC).replace(microsecond=0)
+    event = UsageEvent(
+        request_id="req-1", connection_id=CHEAP, model=CHEAP_MODEL[1], input_tokens=1_000_000, occurred_at=at
+    )
+    with ladder.client() as client:
+        report = client.report_usage(event)
+
+    (recorded,) = report.events
+    assert (recorded.request_id, recorded.rung, recorded.rung_index, recorded.budget_rung) == (
+        "req-1",
+        "cheap",
+        3,
+        "cheap",
+    )
+    assert recorded.occurred_at == at
+    assert recorded.cost_usd == pytest.approx(0.15)  # priced from the catalog: 1 M input tokens
+    assert report.budgets["cheap"].budget_usd == 5.0
+    assert report.budgets["cheap"].spent_usd == pytest.approx(0.15)
+
+
+def test_it_reports_a_batch_and_a_replay_counts_once(ladder: Ladder) -> None:
+    events = [
+        UsageEvent(request_id="b-1", connection_id=CHEAP, model=CHEAP_MODEL[1], cost_usd=0.25),
+        UsageEvent(request_id="b-2", connection_id=PLAN, model=PLAN_MODEL[1], input_tokens=10, cost_usd=0.5),
+    ]
+    with ladder.client() as client:
+        first = client.report_usage(events)
+        again = client.report_usage(events)
+
+    assert [(e.request_id, e.rung, e.budget_cost_usd) for e in first.events] == [
+        ("b-1", "cheap", 0.25),
+        ("b-2", "subscription", 0.0),  # plan usage costs the budget nothing
+    ]
+    assert again.events == first.events
+    assert again.budgets["cheap"].spent_usd == pytest.approx(0.25)
+
+
+def test_it_raises_409_for_a_request_id_reused_with_another_payload(ladder: Ladder) -> None:
+    with ladder.client() as client:
+        client.report_usage(
+            UsageEvent(request_id="dup", connection_id=CHEAP, model=CHEAP_MODEL[1], cost_usd=1)
+        )
+        with pytest.raises(LadderError) as raised:
+            client.report_usage(
+                UsageEvent(request_id="dup", connection_id=CHEAP, model=CHEAP_MODEL[1], cost_usd=2)
+            )
+
+    assert (raised.value.status, raised.value.code, raised.value.field) == (
+        409,
+        "request_id_conflict",
+        "request_id",
+    )
+
+
+def test_it_raises_413_for_a_batch_over_a_thousand_events(ladder: Ladder) -> None:
+    events = [
+        UsageEvent(request_id=f"many-{n}", connection_id=CHEAP, model=CHEAP_MODEL[1]) for n in range(1001)
+    ]
+    with ladder.client() as client, pytest.raises(LadderError) as raised:
+        client.report_usage(events)
+
+    assert (raised.value.status, raised.value.code, raised.value.field) == (413, "too_many_events", "events")
+
+
+def test_it_raises_422_naming_an_unknown_connection_in_a_batch(ladder: Ladder) -> None:
+    events = [
+        UsageEvent(request_id="ok", connection_id=CHEAP, model=CHEAP_MODEL[1]),
+        UsageEvent(request_id="ghost", connection_id="ghost", model=CHEAP_MODEL[1]),
+    ]
+    with ladder.client() as client, pytest.raises(LadderError) as raised:
+        client.report_usage(events)
+
+    assert raised.value.status == 422
+    assert raised.value.field == "events[1].connection_id"
+    with ladder.client() as client:  # all or nothing: the valid event was not counted either
+        assert client.connections().budgets["cheap"].spent_usd == 0
+
+
+def test_it_refuses_a_naive_time_before_sending(ladder: Ladder) -> None:
+    naive = datetime(2026, 9, 1, 12, 0)  # noqa: DTZ001 - the mistake under test
+    event = UsageEvent(request_id="naive", connection_id=CHEAP, model=CHEAP_MODEL[1], occurred_at=naive)
+    transport = CountingTransport()
+    with ladder.client(transport=transport) as client, pytest.raises(ValueError, match="needs a zone"):
+        client.report_usage(event)
+    assert transport.sent == []
+
+
+# --- failures and observations ----------------------------------------------------------------
+
+
+def test_it_reports_a_quota_exhaustion_and_reads_the_cooldown(ladder: Ladder) -> None:
+    reset_at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=30)
+    headers = claude_headers(utilization=1.0, reset_at=reset_at, status="rejected")
+    body = {"type": "error", "error": {"type": "rate_limit_error", "message": "5-hour limit reached"}}
+
+    with ladder.client() as client:
+        outcome = client.report_failure(PLAN, 429, headers=headers, body=body, model=PLAN_MODEL[1])
+        state = client.connection(PLAN)
+
+    assert (outcome.classification, outcome.window, outcome.reset_at) == ("quota_exhausted", "5h", reset_at)
+    assert outcome.cooldown_until == reset_at  # 60 s of backoff, clamped to the reset 30 s away
+    assert state.cooldown_until == outcome.cooldown_until
+    assert state.reading is not None
+    window = state.reading.window("5h")
+    assert window is not None
+    assert (window.latched, window.remaining_pct) == (True, 0)
+
+
+def test_it_sends_a_text_body_and_cuts_a_huge_one(ladder: Ladder) -> None:
+    with ladder.client() as client:
+        outcome = client.report_failure(CHEAP, 500, body=b"<html>" + b"x" * (2 << 20) + b"</html>")
+
+    assert outcome.classification == "upstream_error"
+    assert outcome.cooldown_until is None
+
+
+def test_it_raises_404_for_an_unknown_connection(ladder: Ladder) -> None:
+    with ladder.client() as client:
+        for call in (
+            lambda: client.report_failure("ghost", 429),
+            lambda: client.report_observation("ghost", {"x-ratelimit-remaining-requests": "1"}),
+            lambda: client.connection("ghost"),
+        ):
+            with pytest.raises(LadderError) as raised:
+                call()
+            assert (raised.value.status, raised.value.code) == (404, "connection_not_found")
+
+
+def test_it_reports_an_observation_and_gets_the_reading(ladder: Ladder) -> None:
+    reset_at = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=3)
+    with ladder.client() as client:
+        reading = client.report_observation(PLAN, claude_headers(utilization=0.25, reset_at=reset_at))
+        nothing = client.report_observation(PLAN, {"content-type": "application/json"})
+
+    assert isinstance(reading, Reading)
+    assert (reading.source, reading.verifiable) == ("headers", True)
+    window = reading.window("5h")
+    assert window is not None
+    assert (window.remaining_pct, window.reset_at, window.latched) == (75.0, reset_at, False)
+    assert nothing is None
+
+
+def test_it_raises_422_for_an_observation_from_the_future(ladder: Ladder) -> None:
+    later = datetime.now(UTC) + timedelta(hours=1)
+    with ladder.client() as client, pytest.raises(LadderError) as raised:
+        client.report_observation(PLAN, {}, observed_at=later)
+
+    assert (raised.value.status, raised.value.code, raised.value.field) == (
+        422,
+        "future_observation",
+        "observed_at",
+    )
+
+
+# --- connections and models -------------------------------------------------------------------
+
+
+def test_it_lists_connections_and_models(ladder: Ladder) -> None:
+    with ladder.client() as client:
+        report = client.connections()
+        plan = client.connection(PLAN)
+        models = client.models()
+
+    assert [c.id for c in report.connections] == [PLAN, CHEAP]
+    assert report.get(PLAN) == plan
+    assert (plan.billing, plan.overage, plan.enabled, plan.reading) == (
+        "subscription",
+        "hard-stop",
+        True,
+        None,
+    )
+    assert plan.rungs == {PLAN_MODEL[1]: "subscription"}
+    cheap = report.get(CHEAP)
+    assert cheap is not None
+    assert cheap.rungs == {CHEAP_MODEL[1]: "cheap"}
+    assert set(report.budgets) == {"cheap", "premium"}
+    assert models[:2] == ("auto/subscription", "auto/thrifty")
+    assert "auto/chat:thrifty" in models
+    assert "auto/vision:thrifty" not in models  # no model of the catalog carries it
+
+
+# --- the transport ----------------------------------------------------------------------------
+
+
+def test_it_retries_a_refused_connection_then_gives_up() -> None:
+    transport = CountingTransport()
+    client = LadderClient(
+        refused_url(), "olr_whatever-token", retries=2, retry_backoff_s=0, transport=transport
+    )
+
+    with pytest.raises(LadderError) as raised:
+        client.resolve("auto/thrifty")
+
+    assert (raised.value.status, raised.value.code, raised.value.attempts) == (None, "connection_failed", 3)
+    assert transport.sent == ["POST /api/v1/pools/resolve"] * 3
+
+
+def test_it_retries_even_a_failure_report_when_the_connection_was_refused() -> None:
+    # A refused connection never carried the report: sending it again cannot count it twice.
+    transport = CountingTransport()
+    client = LadderClient(
+        refused_url(), "olr_whatever-token", retries=1, retry_backoff_s=0, transport=transport
+    )
+
+    with pytest.raises(LadderError) as raised:
+        client.report_failure(PLAN, 429)
+
+    assert raised.value.attempts == 2
+    assert len(transport.sent) == 2
+
+
+def test_it_raises_a_timeout_without_retrying() -> None:
+    transport = CountingTransport()
+    with silent_server() as url:
+        client = LadderClient(url, "olr_whatever-token", timeout_s=0.3, retries=3, transport=transport)
+        with pytest.raises(LadderError) as raised:
+            client.resolve("auto/thrifty")
+
+    assert (raised.value.status, raised.value.code, raised.value.attempts) == (None, "timeout", 1)
+    assert len(transport.sent) == 1
+
+
+def test_it_retries_a_dropped_connection_only_when_resending_is_safe() -> None:
+    with scripted_server(None) as server:
+        client = LadderClient(server.url, "olr_whatever-token", retries=2, retry_backoff_s=0)
+        with pytest.raises(LadderError) as resolve_error:
+            client.resolve("auto/thrifty")
+        with pytest.raises(LadderError) as usage_error:
+            client.report_usage(UsageEvent(request_id="r", connection_id=CHEAP, model="m"))
+        resolves_and_usage = len(server.connections)
+        with pytest.raises(LadderError) as failure_error:
+            client.report_failure(PLAN, 429)
+
+    assert (resolve_error.value.code, resolve_error.value.attempts) == ("connection_lost", 3)
+    assert usage_error.value.attempts == 3  # usage carries its request_id: a resend is not a recount
+    assert resolves_and_usage == 6
+    # The failure report reached the ladder: a resend would raise its backoff twice.
+    assert (failure_error.value.code, failure_error.value.attempts) == ("connection_lost", 1)
+    assert len(server.connections) == 7
+
+
+def test_it_never_retries_an_http_answer() -> None:
+    body = json.dumps({"error": {"code": "database_unavailable", "message": "retry shortly", "field": None}})
+    answer = http_answer(
+        "503 Service Unavailable", body.encode(), {"Content-Type": "application/json", "Retry-After": "5"}
+    )
+    with scripted_server(answer) as server:
+        client = LadderClient(server.url, "olr_whatever-token", retries=3, retry_backoff_s=0)
+        with pytest.raises(LadderError) as raised:
+            client.resolve("auto/thrifty")
+
+    assert (raised.value.status, raised.value.code, raised.value.field) == (503, "database_unavailable", None)
+    assert raised.value.retry_after_s == 5.0
+    assert (raised.value.attempts, len(server.connections)) == (1, 1)
+
+
+def test_it_reads_a_retry_after_date_and_an_answer_in_another_shape() -> None:
+    when = (datetime.now(UTC) + timedelta(seconds=120)).strftime("%a, %d %b %Y %H:%M:%S GMT")
+    answer = http_answer("502 Bad Gateway", b"<html>bad gateway</html>", {"Retry-After": when})
+    with scripted_server(answer) as server:
+        client = LadderClient(server.url, "olr_whatever-token")
+        with pytest.raises(LadderError) as raised:
+            client.connections()
+
+    assert (raised.value.status, raised.value.code) == (502, "unexpected_response")
+    assert "bad gateway" in raised.value.message
+    assert raised.value.retry_after_s is not None
+    assert 100 < raised.value.retry_after_s <= 120
+
+
+def test_it_sends_the_token_and_json() -> None:
+    answer = http_answer("200 OK", b'{"object": "list", "data": []}', {"Content-Type": "application/json"})
+    with scripted_server(answer) as server:
+        LadderClient(server.url, "olr_the-token-value").models()
+
+    (request,) = server.connections
+    head = request.decode("latin-1").split("\r\n")
+    assert head[0] == "GET /v1/models HTTP/1.1"
+    assert "authorization: Bearer olr_the-token-value" in [
+        line.lower().replace("bearer", "Bearer") for line in head
+    ]
+
+
+# --- the resolution cache ---------------------------------------------------------------------
+
+
+def test_it_serves_a_cached_resolution_until_the_ttl_passes(ladder: Ladder) -> None:
+    clock, transport = FakeClock(), CountingTransport()
+    with ladder.client(cache_ttl_s=2.0, clock=clock, transport=transport) as client:
+        first = client.resolve("auto/thrifty", CANDIDATES)
+        clock.now += 1.9
+        hit = client.resolve("auto/thrifty", list(CANDIDATES))  # equal candidates, another list
+        other = client.resolve("auto/thrifty", CANDIDATES[1:])  # other candidates: their own entry
+        clock.now += 0.2
+        expired = client.resolve("auto/thrifty", CANDIDATES)
+
+    assert hit is first
+    assert other is not first
+    assert expired is not first
+    assert expired.resolved_at >= first.resolved_at
+    assert len(transport.sent) == 3
+
+
+def test_it_asks_every_time_when_the_cache_is_off(ladder: Ladder) -> None:
+    transport = CountingTransport()
+    with ladder.client(transport=transport) as client:
+        client.resolve("auto/thrifty")
+        client.resolve("auto/thrifty")
+
+    assert len(transport.sent) == 2
+    assert len(client.cache) == 0
+
+
+def test_it_forgets_cached_resolutions_after_a_failure_report(ladder: Ladder) -> None:
+    reset_at = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=30)
+    with ladder.client(cache_ttl_s=60.0) as client:
+        before = client.resolve("auto/thrifty", CANDIDATES)
+        client.report_failure(
+            PLAN, 429, headers=claude_headers(utilization=1.0, reset_at=reset_at, status="rejected")
+        )
+        after = client.resolve("auto/thrifty", CANDIDATES)
+
+    assert [e.rung for e in before.pool] == ["subscription", "cheap"]
+    assert [e.rung for e in after.pool] == ["cheap"]
+
+
+def test_it_keeps_the_cache_consistent_across_threads(ladder: Ladder) -> None:
+    transport = CountingTransport()
+    errors: list[BaseException] = []
+    with ladder.client(cache_ttl_s=60.0, transport=transport) as client:
+        first = client.resolve("auto/thrifty", CANDIDATES)
+
+        def resolve_many() -> None:
+            try:
+                for _ in range(200):
+                    assert client.resolve("auto/thrifty", CANDIDATES) is first
+            except BaseException as exc:  # reported below, on the test's thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=resolve_many) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    assert errors == []
+    assert len(transport.sent) == 1
+
+
+def test_it_refuses_nonsense_options() -> None:
+    with pytest.raises(ValueError, match="timeout_s"):
+        LadderClient("http://127.0.0.1:1", "olr_whatever-token", timeout_s=0)
+    with pytest.raises(ValueError, match="retries"):
+        LadderClient("http://127.0.0.1:1", "olr_whatever-token", retries=-1)
+    with pytest.raises(ValueError, match="cache_ttl_s"):
+        LadderClient("http://127.0.0.1:1", "olr_whatever-token", cache_ttl_s=-1.0)
+
+
+# --- standing alone ---------------------------------------------------------------------------
+
+
+def test_it_imports_neither_django_nor_the_ladder_nor_litellm() -> None:
+    code = (
+        "import sys, ladder_client; "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'ladder', 'litellm')); "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
