@@ -20,7 +20,13 @@ from django.utils import timezone
 from ladder import models as m
 from ladder import selectors
 from ladder.api_errors import ApiError, api_view, authenticate, invalid, read_json_body, unprocessable
-from ladder.api_inputs import failure_input, observation_input, resolve_input, usage_input
+from ladder.api_inputs import (
+    escalations_query,
+    failure_input,
+    observation_input,
+    resolve_input,
+    usage_input,
+)
 from ladder.domain import (
     AutoIdError,
     advertised_auto_ids,
@@ -38,6 +44,7 @@ from ladder.domain.types import Connection, Rung, Snapshot
 from ladder.domain.windows import FUTURE_TOLERANCE_S
 from ladder.models import CONNECTION_ID_PATTERN
 from ladder.openapi import openapi_document
+from ladder.services.escalations import escalation_observe
 from ladder.services.failures import failure_record
 from ladder.services.observations import observation_record
 from ladder.services.refresh import refresh_request
@@ -192,6 +199,7 @@ def pools_resolve(request: HttpRequest) -> JsonResponse:
         raise invalid(f"model: {exc}", "model", code="invalid_model") from None
     now = current_time()
     resolution = resolve(snapshot_cache.get(now), payload.model, payload.candidates, now)
+    escalation_observe(resolution=resolution, now=now)  # the audit trail; never raises
     if resolution.refresh:
         _refresh(list(resolution.refresh))
     return JsonResponse(resolution_to_dict(resolution))
@@ -202,6 +210,30 @@ def _refresh(connection_ids: list[str]) -> None:
         refresh_request(connection_ids=connection_ids)
     except Exception:  # best effort: a resolution never fails for want of a refresh
         logger.exception("could not queue quota refreshes for %s", connection_ids)
+
+
+# --- escalation log ---------------------------------------------------------------------------
+
+
+def escalation_to_dict(event: m.EscalationEvent) -> dict[str, Any]:
+    return {
+        "id": event.id,
+        "auto_id": event.auto_id,
+        "from_rung": None if event.from_rung is None else Rung(event.from_rung).label,
+        "to_rung": None if event.to_rung is None else Rung(event.to_rung).label,
+        "from_rung_index": event.from_rung,
+        "to_rung_index": event.to_rung,
+        "kind": event.kind,
+        "why": event.why,
+        "occurred_at": format_utc(event.occurred_at),
+    }
+
+
+@api_view(methods=("GET",), scope="resolve")
+def escalations_list(request: HttpRequest) -> JsonResponse:
+    query = escalations_query(dict(request.GET.lists()))
+    events = selectors.escalations_list(auto_id=query.auto_id, since=query.since, limit=query.limit)
+    return JsonResponse({"escalations": [escalation_to_dict(event) for event in events]})
 
 
 # --- usage ------------------------------------------------------------------------------------

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, TypeVar
 
-from ladder.api_errors import ApiError, invalid
+from ladder.api_errors import ApiError, invalid, unprocessable
+from ladder.domain.autoid import AutoIdError, parse_auto_id
 from ladder.domain.types import Candidate
 from ladder.services.usage import MAX_COST_USD, MAX_EVENTS, UsageInput, quantize_usd
 from ladder.statefile import StateError, parse_candidates, parse_time
@@ -74,8 +75,20 @@ def text(value: Any, field: str, *, max_chars: int = MAX_ID_CHARS) -> str:
     return value
 
 
+def whole_number(value: Any) -> int | None:
+    """A JSON integer as JSON Schema reads one: 5 and 5.0 alike (JSON has one number type); else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
 def count(value: Any, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    value = whole_number(value)
+    if value is None:
         raise invalid(f"{field}: must be a whole number ≥ 0", field)
     if not 0 <= value <= MAX_TOKENS:
         raise invalid(f"{field}: must be between 0 and {MAX_TOKENS}", field)
@@ -89,9 +102,10 @@ def usd(value: Any, field: str) -> Decimal:
 
 
 def http_status(value: Any, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 100 <= value <= 599:
+    status = whole_number(value)
+    if status is None or not 100 <= status <= 599:
         raise invalid(f"{field}: must be an HTTP status code, a whole number from 100 to 599", field)
-    return value
+    return status
 
 
 # Times outside this range are refused: their arithmetic (cooldowns, resets, formatting) overflows.
@@ -99,21 +113,37 @@ EARLIEST_MOMENT = datetime(2000, 1, 1, tzinfo=UTC)
 LATEST_MOMENT = datetime(2100, 1, 1, tzinfo=UTC)
 
 
-def moment(value: Any, field: str) -> datetime:
-    """An ISO 8601 time with a zone, within 2000-01-01..2100-01-01 UTC (else a 422 naming the field)."""
+def _well_formed_time(value: Any) -> datetime | None:
+    """The time an ISO 8601 string with a zone names, whatever its year; None for anything else."""
+    if not isinstance(value, str):
+        return None
     try:
-        when = parse_time(value, field)
-    except StateError as exc:
-        raise _from_state_error(exc) from None
+        when = datetime.fromisoformat(value)
     except (OverflowError, ValueError):
-        raise invalid(f"{field}: not a valid time", field) from None
+        return None
+    return when if when.tzinfo is not None and when.utcoffset() is not None else None
+
+
+def moment(value: Any, field: str) -> datetime:
+    """An ISO 8601 time with a zone (else a 400 naming the field), within 2000-01-01..2100-01-01 UTC: a
+    well-formed time outside that range is a 422 (the schema's date-time admits it; the ladder cannot
+    use it: its arithmetic would overflow)."""
+    when = _well_formed_time(value)
+    if when is None:
+        try:
+            parse_time(value, field)
+        except StateError as exc:
+            raise _from_state_error(exc) from None
+        raise invalid(f"{field}: not a valid time", field)
     try:
         utc = when.astimezone(UTC)
     except (OverflowError, ValueError):
         utc = None
     if utc is None or not EARLIEST_MOMENT <= utc <= LATEST_MOMENT:
-        raise invalid(
-            f"{field}: must lie between {EARLIEST_MOMENT.isoformat()} and {LATEST_MOMENT.isoformat()}", field
+        raise unprocessable(
+            f"{field}: must lie between {EARLIEST_MOMENT.isoformat()} and {LATEST_MOMENT.isoformat()}",
+            field,
+            code="time_out_of_range",
         )
     return when
 
@@ -234,3 +264,52 @@ def failure_input(document: Any) -> FailureInput:
         model=body.get("model", text, None),
         observed_at=body.get("observed_at", moment, None),
     )
+
+
+ESCALATION_QUERY_KEYS = ("auto_id", "since", "limit")
+ESCALATIONS_DEFAULT_LIMIT = 100
+ESCALATIONS_MAX_LIMIT = 1000
+
+
+@dataclass(frozen=True)
+class EscalationsQuery:
+    auto_id: str | None
+    since: datetime | None
+    limit: int
+
+
+def _one_value(query: Mapping[str, list[str]], key: str) -> str | None:
+    values = query.get(key) or []
+    if len(values) > 1:
+        raise invalid(f"{key}: give it once (got {len(values)} values)", key)
+    return values[0] if values else None
+
+
+def escalations_query(query: Mapping[str, list[str]]) -> EscalationsQuery:
+    """The query string of GET /api/v1/escalations (each key to its list of values)."""
+    for key in query:
+        if key not in ESCALATION_QUERY_KEYS:
+            accepted = ", ".join(ESCALATION_QUERY_KEYS)
+            raise invalid(f"{key}: unknown query parameter; accepted: {accepted}", key)
+    auto_id = _one_value(query, "auto_id")
+    if auto_id is not None:
+        try:
+            parse_auto_id(auto_id)
+        except AutoIdError as exc:
+            raise invalid(f"auto_id: {exc}", "auto_id", code="invalid_model") from None
+    since_text = _one_value(query, "since")
+    since = None
+    if since_text is not None:
+        if " " in since_text.strip():
+            raise invalid(
+                f"since: {since_text!r} holds a space: write a + offset as %2B in a URL, or use Z", "since"
+            )
+        since = moment(since_text, "since")
+    limit_text = _one_value(query, "limit")
+    limit = ESCALATIONS_DEFAULT_LIMIT
+    if limit_text is not None:
+        whole = limit_text.isascii() and limit_text.isdigit() and len(limit_text) <= 6
+        if not whole or not 1 <= int(limit_text) <= ESCALATIONS_MAX_LIMIT:
+            raise invalid(f"limit: must be a whole number from 1 to {ESCALATIONS_MAX_LIMIT}", "limit")
+        limit = int(limit_text)
+    return EscalationsQuery(auto_id=auto_id, since=since, limit=limit)

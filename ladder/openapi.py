@@ -7,6 +7,7 @@ import copy
 from functools import cache
 from typing import Any
 
+from ladder.domain.autoid import TIERS, compose_auto_id
 from ladder.domain.types import BUDGET_RUNGS, CATEGORIES, FAILURE_CLASSES, SOURCES, Reason
 
 JSON = "application/json"
@@ -36,6 +37,7 @@ def nullable(schema: dict[str, Any]) -> dict[str, Any]:
 TIME = {"type": "string", "pattern": TIME_PATTERN, "description": "UTC, YYYY-MM-DDTHH:MM:SS[.ffffff]Z"}
 INPUT_TIME = {
     "type": "string",
+    "format": "date-time",
     "description": "ISO 8601 with a zone (Z or an offset); a time without a zone is refused",
     "examples": ["2026-08-22T12:00:00Z"],
 }
@@ -45,6 +47,13 @@ HEADER_VALUE = {
     "description": 'a header value; a list is joined with ", "',
 }
 ID = {"type": "string", "minLength": 1, "maxLength": 200}
+
+
+def accepted_auto_ids() -> list[str]:
+    """Every id of the L13 grammar: a closed set, so the schema says exactly what a 200 needs."""
+    return [compose_auto_id(tier) for tier in TIERS] + [
+        compose_auto_id(tier, category) for category in CATEGORIES for tier in TIERS
+    ]
 
 
 def _schemas() -> dict[str, Any]:
@@ -101,7 +110,7 @@ def _schemas() -> dict[str, Any]:
         "ResolveRequest": obj(
             {
                 "model": {
-                    "type": "string",
+                    "enum": accepted_auto_ids(),
                     "description": "auto/subscription, auto/thrifty or auto/<category>:<tier> "
                     f"(category: {', '.join(CATEGORIES)}; tier: subscription, thrifty)",
                     "examples": ["auto/coding:thrifty"],
@@ -259,6 +268,32 @@ def _schemas() -> dict[str, Any]:
         "ConnectionList": obj(
             {"connections": {"type": "array", "items": ref("Connection")}, "budgets": ref("Budgets")}
         ),
+        "Escalation": obj(
+            {
+                "id": {"type": "integer", "minimum": 1},
+                "auto_id": {"type": "string", "pattern": r"^auto/"},
+                "from_rung": {"enum": [*RUNGS, None], "description": "null: the previous pool was empty"},
+                "to_rung": {"enum": [*RUNGS, None], "description": "null: the pool turned empty"},
+                "from_rung_index": {"type": ["integer", "null"], "minimum": 0, "maximum": 4},
+                "to_rung_index": {"type": ["integer", "null"], "minimum": 0, "maximum": 4},
+                "kind": {
+                    "enum": ["up", "down", "empty"],
+                    "description": "up: a higher rung; empty: no pool; down: a lower rung, or any rung "
+                    "after an empty pool",
+                },
+                "why": {"type": "string", "description": "for people, built from the resolution"},
+                "occurred_at": TIME,
+            }
+        ),
+        "EscalationList": obj(
+            {
+                "escalations": {
+                    "type": "array",
+                    "items": ref("Escalation"),
+                    "description": "oldest first",
+                }
+            }
+        ),
         "Health": obj({"status": {"const": "ok"}}),
         "Readiness": obj(
             {
@@ -272,7 +307,8 @@ def _schemas() -> dict[str, Any]:
 
 
 ERROR_TEXT = {
-    400: "Invalid JSON, a wrong shape or type, or a model id outside the auto-id grammar",
+    400: "Invalid JSON, a wrong shape or type, a bad query parameter, or a model id outside the auto-id "
+    "grammar",
     401: "No bearer token, or an unknown or revoked one",
     403: "The token lacks the scope",
     404: "Unknown connection",
@@ -308,6 +344,29 @@ CONNECTION_ID_PARAM = {
     "schema": {"type": "string", "pattern": r"^[A-Za-z0-9._:-]{1,64}$"},
     "description": "The gateway's own connection id",
 }
+ESCALATION_PARAMS = [
+    {
+        "name": "auto_id",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "string", "examples": ["auto/thrifty"]},
+        "description": "Only this auto id's events",
+    },
+    {
+        "name": "since",
+        "in": "query",
+        "required": False,
+        "schema": INPUT_TIME,
+        "description": "Only events at or after this time (write a + offset as %2B)",
+    },
+    {
+        "name": "limit",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
+        "description": "At most this many events (the oldest that match)",
+    },
+]
 BODY_ERRORS = (400, 401, 403, 405, 413, 415, 503)
 OPEN: list[dict[str, Any]] = []
 
@@ -321,7 +380,8 @@ def _document() -> dict[str, Any]:
             "title": "OmniRoute Ladder gateway API",
             "version": "1",
             "description": "Which pool for this request, and reports back from the gateway "
-            '(shared/contract/API.md). Every error is {"error": {"code", "message", "field"}}.',
+            '(shared/contract/API.md). Every error is {"error": {"code", "message", "field"}}. '
+            "No string may contain NUL (\\u0000): no database column can hold one (a 400).",
         },
         "security": [{"bearer": []}],
         "paths": {
@@ -352,6 +412,18 @@ def _document() -> dict[str, Any]:
                     "responses": {
                         **_ok("UsageResponse", "Recorded (or replayed); the rung spend and budgets after it"),
                         **_errors(*BODY_ERRORS, 409, 422),
+                    },
+                }
+            },
+            "/api/v1/escalations": {
+                "get": {
+                    "operationId": "escalations_list",
+                    "summary": "The escalation log: each change of the rung an auto id's gateway resolutions "
+                    "start on, oldest first (scope resolve). An audit trail: routing never reads it",
+                    "parameters": ESCALATION_PARAMS,
+                    "responses": {
+                        **_ok("EscalationList", "The events, oldest first"),
+                        **_errors(400, 401, 403, 405, 503),
                     },
                 }
             },

@@ -7,7 +7,7 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import cast
 
-from django.db.models import F, OuterRef, Subquery, Sum
+from django.db.models import Count, F, OuterRef, Subquery, Sum
 from django.utils import timezone
 
 from ladder import models as m
@@ -163,3 +163,29 @@ def catalog_uncurated_kinds(*, snapshot: Snapshot) -> list[tuple[str, str | None
         if catalog_row_for(snapshot.catalog_by_key, connection.provider, connection.auth_type) is None:
             seen.append(kind)
     return seen
+
+
+# --- the escalation log (ladder.services.escalations writes it) ------------------------------
+
+
+def escalations_list(
+    *, auto_id: str | None = None, since: datetime | None = None, limit: int = 100
+) -> list[m.EscalationEvent]:
+    """Escalation events oldest first: of one auto id when given, at or after ``since`` when given."""
+    events = m.EscalationEvent.objects.all()
+    if auto_id is not None:
+        events = events.filter(auto_id=auto_id)
+    if since is not None:
+        events = events.filter(occurred_at__gte=since)
+    return list(events.order_by("occurred_at", "id")[: max(0, limit)])
+
+
+def escalations_latest(*, limit: int = 50) -> list[m.EscalationEvent]:
+    """The newest escalation events, newest first (the dashboard's timeline)."""
+    return list(m.EscalationEvent.objects.order_by("-occurred_at", "-id")[: max(0, limit)])
+
+
+def escalation_counts() -> dict[tuple[str, str], int]:
+    """(auto id, kind) → how many escalation events were ever logged. One query."""
+    rows = m.EscalationEvent.objects.values("auto_id", "kind").annotate(total=Count("id")).order_by()
+    return {(row["auto_id"], row["kind"]): int(row["total"]) for row in rows}

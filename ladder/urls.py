@@ -1,17 +1,19 @@
 from django.urls import path, re_path
 
 import ladder.views as dashboard
-from ladder import api
+from ladder import api, metrics
 
 app_name = "ladder"
 
 urlpatterns = [
     path("healthz", api.healthz, name="healthz"),
     path("readyz", api.readyz, name="readyz"),
+    path("metrics", metrics.metrics_view, name="metrics"),
     path("v1/models", api.models_list, name="models"),
     path("api/v1/openapi.json", api.openapi_schema, name="openapi"),
     path("api/v1/pools/resolve", api.pools_resolve, name="pools-resolve"),
     path("api/v1/usage", api.usage_report, name="usage"),
+    path("api/v1/escalations", api.escalations_list, name="escalations"),
     path("api/v1/connections", api.connections_list, name="connections"),
     path("api/v1/connections/<str:connection_id>", api.connection_detail, name="connection"),
     path(

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -15,6 +16,7 @@ from ladder import models as m
 from ladder.openapi import openapi_document
 from ladder.services import bump_state_version
 from ladder.services.tokens import gateway_token_create
+from tests.conftest import TEST_HOTSTATE_PREFIX
 
 if TYPE_CHECKING:
     from django.test.client import _MonkeyPatchedWSGIResponse as TestResponse
@@ -49,6 +51,13 @@ def _fresh_snapshot_cache() -> Iterator[None]:
     api.snapshot_cache.clear()
     yield
     api.snapshot_cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _own_hot_state_prefix(settings: Any) -> None:
+    # The escalation log keeps each auto id's last rung in Redis: every test starts from none. (The
+    # run's cleanup removes these keys: they sit under the run's prefix.)
+    settings.LADDER_HOTSTATE_PREFIX = f"{TEST_HOTSTATE_PREFIX}:{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
+from ladder import api
 from ladder import models as m
 from ladder.domain.timefmt import format_utc
 from ladder.domain.types import Reading, Window
@@ -256,6 +257,11 @@ def test_it_costs_a_constant_number_of_queries(
         request_id="u1", budget_rung="cheap", cost_usd=Decimal("1.5"), occurred_at=NOW
     )
     set_config(rung_budget_usd={"cheap": 5.0})
+    # The escalation log reads and creates its row the first time it meets an auto id; every later
+    # resolution of an unchanged rung costs it no query. Measure the latter, with a cold snapshot.
+    resolve(gateway, "auto/thrifty")
+    resolve(gateway, "auto/coding:subscription")
+    api.snapshot_cache.clear()
 
     # token lookup, its last_used_at, the state version, the snapshot (7)
     with django_assert_max_num_queries(10):
