@@ -62,6 +62,7 @@ from ladder.models import Connection, FailureEvent
 from ladder.providers import DEFAULT_TIMEOUT, ConnectionRef, FetchError, ProviderAdapter, get_adapter
 from ladder.services import hotstate
 from ladder.services.readings import ClaimLost, HotItem, configuration_load, reading_store
+from ladder.services.refresh_metrics import PollRecord, refresh_metrics_record
 from ladder.services.state import bump_state_version
 
 logger = logging.getLogger(__name__)
@@ -172,6 +173,7 @@ class Outcome:
     reading: Reading | None = None
     error: FetchError | None = None
     crash: str = ""
+    duration_s: float | None = None  # the HTTP exchange (None: nothing was fetched)
 
 
 def jobs_load(connection_ids: Sequence[str], *, claim_until: datetime) -> list[RefreshJob]:
@@ -229,16 +231,18 @@ def job_fetch(job: RefreshJob, client: httpx.Client, *, now: datetime | None = N
     now = now or timezone.now()
     if job.skip_reason or job.adapter is None or job.ref is None:
         return Outcome(job, now)
+    started = time.monotonic()
     try:
         reading = job.adapter.fetch(
             job.ref, client, now, base_url_override=upstream_override(job.adapter.kind)
         )
     except FetchError as exc:
-        return Outcome(job, now, error=exc)
+        return Outcome(job, now, error=exc, duration_s=time.monotonic() - started)
     except Exception as exc:  # an adapter bug must not take the fan-out down
         logger.exception("refresh connection=%s: the %s adapter raised", job.connection_id, job.adapter.kind)
-        return Outcome(job, now, crash=f"adapter error: {type(exc).__name__}: {exc}")
-    return Outcome(job, now, reading=reading)
+        crash = f"adapter error: {type(exc).__name__}: {exc}"
+        return Outcome(job, now, crash=crash, duration_s=time.monotonic() - started)
+    return Outcome(job, now, reading=reading, duration_s=time.monotonic() - started)
 
 
 @dataclass
@@ -445,6 +449,10 @@ def outcomes_write(outcomes: Sequence[Outcome], *, claim_until: datetime, config
         if changed:
             bump_state_version()
         hotstate.readings_set_on_commit(hot)
+    refresh_metrics_record(
+        PollRecord(outcome.job.provider, result, outcome.duration_s)
+        for outcome, result in zip(outcomes, results, strict=True)
+    )
     return results
 
 

@@ -1,0 +1,354 @@
+"""Prometheus metrics at ``/metrics`` (prometheus-client), for Grafana and alerting.
+
+Access (settings, README): when ``LADDER_METRICS_TOKEN`` is set the scrape must send
+``Authorization: Bearer <token>``, else 401 (a token is never read from the URL); the client's
+address must lie in ``LADDER_METRICS_ALLOWED_NETWORKS`` when that is set (empty: any address), else
+403. With neither set only loopback may scrape; a token alone admits any address that sends it.
+Behind ``LADDER_TRUSTED_PROXY_HOPS`` proxies both the proxy's and the forwarded client's address
+must be allowed.
+
+Every scrape builds its figures afresh, with no state in the web process (several serve the same
+ladder): gauges from one snapshot (``selectors.snapshot_load``, a constant number of queries),
+the escalation counts from one query, and the counters shared by every process from Redis
+(``ladder_resolutions_total`` from the escalation log's script, the refresh figures from the
+Celery workers). With Redis away those counters are left out and ``ladder_metrics_redis_up`` is 0.
+
+Families, with bounded label sets (``connection`` is an operator-made connection id):
+
+- ``ladder_quota_remaining_ratio{connection,provider,window}``: the latest reading's remaining
+  quota, 0–1 (remaining_pct / 100); ``ladder_quota_window_latched`` 1 while the hysteresis latch is
+  set; ``ladder_quota_window_reset_timestamp_seconds`` when the window resets (if known).
+- ``ladder_reading_age_seconds{connection,provider}``: the age of the latest reading.
+- ``ladder_connection_rung{connection,provider}``: the connection's base rung, the lowest rung it
+  serves on (0 subscription … 4 premium: a plan connection is 0 and a keyless one 1 whatever the
+  model; a metered one is the tier of its cheapest served model); absent when it serves no model.
+  ``ladder_connection_models{connection,provider,rung}``: how many of its models sit on each rung,
+  so a metered connection's spread shows without a series per model.
+- ``ladder_connection_enabled``, ``ladder_connection_cooldown_seconds`` (seconds left, 0: none).
+- ``ladder_rung_spend_usd{rung}`` and ``ladder_rung_budget_usd{rung}`` for the current budget period
+  (a budget is absent when the rung is not gated, 0 when disabled);
+  ``ladder_budget_period_end_timestamp_seconds``.
+- ``ladder_resolutions_total{grouping,outcome}``: gateway resolutions by grouping
+  (``subscription``/``thrifty``) and outcome (the rung the pool starts on, or ``empty``).
+- ``ladder_escalations_total{auto_id,kind}``: the escalation log's events (up, down, empty).
+- ``ladder_refresh_polls_total{provider,outcome}``, ``ladder_refresh_failures_total{provider,outcome}``
+  (the failed outcomes only) and ``ladder_refresh_duration_seconds{provider}`` (a histogram of the
+  quota polls' HTTP exchanges).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from functools import lru_cache
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.views.decorators.http import require_safe
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from ladder import selectors
+from ladder.domain import advertised_auto_ids, rung_budgets, rung_for
+from ladder.domain.resolve import billing_verdict
+from ladder.domain.types import Connection, Rung, Snapshot
+from ladder.domain.windows import reading_age_s
+from ladder.models import ESCALATION_KINDS
+from ladder.services import hotstate
+from ladder.services.escalations import resolutions_read
+from ladder.services.refresh_metrics import DURATION_BUCKETS_S, FAILURE_OUTCOMES, refresh_metrics_read
+
+logger = logging.getLogger(__name__)
+
+GROUPINGS = ("subscription", "thrifty")
+RESOLUTION_OUTCOMES = (*(rung.label for rung in Rung), "empty")
+SUBSCRIPTION_OUTCOMES = (Rung.SUBSCRIPTION.label, "empty")  # auto/subscription serves nothing else
+CONNECTION = ["connection", "provider"]
+WINDOW = ["connection", "provider", "window"]
+LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
+
+
+# --- access ------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=8)
+def _networks(
+    cidrs: tuple[str, ...],
+) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    try:
+        return tuple(ipaddress.ip_network(cidr, strict=False) for cidr in cidrs)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"LADDER_METRICS_ALLOWED_NETWORKS: {exc}") from None
+
+
+def _client_addresses(request: HttpRequest) -> list[str]:
+    """REMOTE_ADDR and, behind LADDER_TRUSTED_PROXY_HOPS proxies, the client address the outermost
+    trusted proxy forwarded: both must be allowed, so a forged X-Forwarded-For sent straight to a
+    web process gains nothing."""
+    addresses = [str(request.META.get("REMOTE_ADDR") or "")]
+    hops = int(getattr(settings, "LADDER_TRUSTED_PROXY_HOPS", 0) or 0)
+    if hops > 0:
+        forwarded = [p.strip() for p in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if p.strip()]
+        if len(forwarded) >= hops:
+            addresses.append(forwarded[-hops])
+    return addresses
+
+
+def _address_allowed(address: str, networks: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> bool:
+    try:
+        ip = ipaddress.ip_address(address.strip("[]"))
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return any(ip.version == net.version and ip in net for net in networks)
+
+
+def allowed_networks(token: str) -> tuple[str, ...]:
+    """LADDER_METRICS_ALLOWED_NETWORKS when set (empty: any address); else loopback only, unless a
+    token is set (then the token alone decides)."""
+    configured = getattr(settings, "LADDER_METRICS_ALLOWED_NETWORKS", None)
+    if configured is not None:
+        return tuple(configured)
+    return () if token else LOOPBACK_NETWORKS
+
+
+def access_refusal(request: HttpRequest) -> HttpResponse | None:
+    """The 401/403 for a scrape the settings do not allow (None: allowed)."""
+    expected = str(getattr(settings, "LADDER_METRICS_TOKEN", "") or "")
+    cidrs = allowed_networks(expected)
+    if cidrs:
+        networks = _networks(cidrs)
+        refused = [a for a in _client_addresses(request) if not _address_allowed(a, networks)]
+        if refused:
+            return HttpResponse(
+                f"metrics: address {refused[0] or '(none)'} is not in LADDER_METRICS_ALLOWED_NETWORKS\n",
+                status=403,
+                content_type="text/plain; charset=utf-8",
+            )
+    if expected:
+        scheme, _, sent = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(sent.strip().encode(), expected.encode()):
+            response = HttpResponse(
+                "metrics: send Authorization: Bearer <LADDER_METRICS_TOKEN>\n",
+                status=401,
+                content_type="text/plain; charset=utf-8",
+            )
+            response["WWW-Authenticate"] = 'Bearer realm="omniroute-ladder-metrics"'
+            return response
+    return None
+
+
+@require_safe
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    refusal = access_refusal(request)
+    if refusal is not None:
+        return refusal
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(LadderCollector(now=timezone.now()))
+    encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+    response = HttpResponse(encoder(registry), content_type=content_type)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+# --- the figures ---------------------------------------------------------------------------------
+
+
+def _timestamp(moment: datetime) -> float:
+    return moment.timestamp()
+
+
+class LadderCollector(Collector):
+    """Every family, built at collect time from the database and Redis (no process state)."""
+
+    def __init__(self, *, now: datetime) -> None:
+        self.now = now
+
+    def collect(self) -> Iterator[Metric]:
+        snapshot = selectors.snapshot_load(now=self.now)
+        yield from quota_families(snapshot, self.now)
+        yield from connection_families(snapshot, self.now)
+        yield from budget_families(snapshot, self.now)
+        yield escalation_family(snapshot)
+        yield from redis_families()
+
+
+def quota_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:
+    remaining = GaugeMetricFamily(
+        "ladder_quota_remaining_ratio",
+        "Remaining quota of a window in the connection's latest reading, 0-1",
+        labels=WINDOW,
+    )
+    latched = GaugeMetricFamily(
+        "ladder_quota_window_latched",
+        "1 while the window's hysteresis latch is set (usable again only above the re-entry floor)",
+        labels=WINDOW,
+    )
+    resets = GaugeMetricFamily(
+        "ladder_quota_window_reset_timestamp_seconds",
+        "When the window resets, in Unix seconds (windows with a known reset time)",
+        labels=WINDOW,
+    )
+    age = GaugeMetricFamily(
+        "ladder_reading_age_seconds", "Age of the connection's latest quota reading", labels=CONNECTION
+    )
+    for connection in snapshot.connections:
+        reading = connection.reading
+        if reading is None:
+            continue
+        age.add_metric([connection.id, connection.provider], reading_age_s(reading, now))
+        for window in reading.windows:
+            labels = [connection.id, connection.provider, window.name]
+            remaining.add_metric(labels, window.remaining_pct / 100.0)
+            latched.add_metric(labels, 1.0 if window.latched else 0.0)
+            if window.reset_at is not None:
+                resets.add_metric(labels, _timestamp(window.reset_at))
+    yield from (remaining, latched, resets, age)
+
+
+def connection_rungs(snapshot: Snapshot, connection: Connection) -> Counter[Rung]:
+    """How many of the connection's models sit on each rung (as GET /api/v1/connections lists them)."""
+    billing = billing_verdict(snapshot, connection).billing
+    served = [
+        entry
+        for entry in snapshot.models
+        if entry.provider == connection.provider
+        and (connection.models is None or entry.model in connection.models)
+    ]
+    rungs: Counter[Rung] = Counter(rung_for(billing, entry, snapshot.config) for entry in served)
+    in_catalog = {entry.model for entry in served}
+    for model in connection.models or ():
+        if model not in in_catalog:
+            rungs[rung_for(billing, None, snapshot.config)] += 1
+    return rungs
+
+
+def connection_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:
+    rung = GaugeMetricFamily(
+        "ladder_connection_rung",
+        "Base rung of the connection: the lowest rung it serves on (0 subscription, 1 keyless, 2 free, "
+        "3 cheap, 4 premium)",
+        labels=CONNECTION,
+    )
+    models = GaugeMetricFamily(
+        "ladder_connection_models",
+        "How many of the connection's models sit on each rung",
+        labels=[*CONNECTION, "rung"],
+    )
+    enabled = GaugeMetricFamily(
+        "ladder_connection_enabled", "1 when the connection is enabled", labels=CONNECTION
+    )
+    cooldown = GaugeMetricFamily(
+        "ladder_connection_cooldown_seconds",
+        "Seconds left of the connection's cooldown (0: not cooling down)",
+        labels=CONNECTION,
+    )
+    for connection in snapshot.connections:
+        labels = [connection.id, connection.provider]
+        counts = connection_rungs(snapshot, connection)
+        if counts:
+            rung.add_metric(labels, int(min(counts)))
+        for served_rung, count in sorted(counts.items()):
+            models.add_metric([*labels, served_rung.label], count)
+        enabled.add_metric(labels, 1.0 if connection.enabled else 0.0)
+        until = connection.cooldown_until
+        cooldown.add_metric(labels, max(0.0, (until - now).total_seconds()) if until is not None else 0.0)
+    yield from (rung, models, enabled, cooldown)
+
+
+def budget_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:
+    spend = GaugeMetricFamily(
+        "ladder_rung_spend_usd", "USD spent on the rung in the current budget period", labels=["rung"]
+    )
+    budget = GaugeMetricFamily(
+        "ladder_rung_budget_usd",
+        "The rung's budget for the current period in USD (absent: not gated; 0: the rung is disabled)",
+        labels=["rung"],
+    )
+    period_end = GaugeMetricFamily(
+        "ladder_budget_period_end_timestamp_seconds", "When the current budget period ends, in Unix seconds"
+    )
+    budgets = rung_budgets(snapshot.config, snapshot.spend_usd, now)
+    for item in budgets.values():
+        spend.add_metric([item.rung], item.spent_usd)
+        if item.budget_usd is not None:
+            budget.add_metric([item.rung], item.budget_usd)
+    ends = {item.period_ends_at for item in budgets.values()}
+    if ends:
+        period_end.add_metric([], _timestamp(min(ends)))
+    yield from (spend, budget, period_end)
+
+
+def escalation_family(snapshot: Snapshot) -> Metric:
+    family = CounterMetricFamily(
+        "ladder_escalations",
+        "Escalation log events: the rung a gateway resolution of the auto id starts on went up, "
+        "turned empty, or came back down",
+        labels=["auto_id", "kind"],
+    )
+    counts = selectors.escalation_counts()
+    categories = {category for entry in snapshot.models for category in entry.categories}
+    auto_ids = sorted({*advertised_auto_ids(categories), *(auto_id for auto_id, _ in counts)})
+    for auto_id in auto_ids:
+        for kind in ESCALATION_KINDS:
+            family.add_metric([auto_id, kind], counts.get((auto_id, kind), 0))
+    return family
+
+
+def redis_families() -> Iterator[Metric]:
+    up = GaugeMetricFamily(
+        "ladder_metrics_redis_up",
+        "1 when the counters kept in Redis (resolutions, refresh) could be read for this scrape",
+    )
+    resolutions = CounterMetricFamily(
+        "ladder_resolutions",
+        "Gateway resolutions by grouping and outcome (the rung the pool starts on, or empty)",
+        labels=["grouping", "outcome"],
+    )
+    polls = CounterMetricFamily(
+        "ladder_refresh_polls", "Quota polls by provider and outcome", labels=["provider", "outcome"]
+    )
+    failures = CounterMetricFamily(
+        "ladder_refresh_failures",
+        f"Quota polls that failed, by provider and outcome ({', '.join(FAILURE_OUTCOMES)})",
+        labels=["provider", "outcome"],
+    )
+    durations = HistogramMetricFamily(
+        "ladder_refresh_duration_seconds",
+        "Duration of the quota polls' HTTP exchanges by provider",
+        labels=["provider"],
+    )
+    try:
+        counted = resolutions_read()
+        figures = refresh_metrics_read()
+    except hotstate.HotStateUnavailable as exc:
+        logger.warning("metrics: the Redis counters are unavailable (%s)", exc)
+        up.add_metric([], 0.0)
+        yield from (up, resolutions, polls, failures, durations)
+        return
+    up.add_metric([], 1.0)
+    for grouping in GROUPINGS:
+        for outcome in RESOLUTION_OUTCOMES if grouping == "thrifty" else SUBSCRIPTION_OUTCOMES:
+            resolutions.add_metric([grouping, outcome], counted.get((grouping, outcome), 0))
+    providers = sorted({provider for provider, _ in figures.polls} | set(figures.durations))
+    for provider in providers:
+        for outcome in FAILURE_OUTCOMES:
+            failures.add_metric([provider, outcome], figures.polls.get((provider, outcome), 0))
+    for (provider, outcome), count in sorted(figures.polls.items()):
+        polls.add_metric([provider, outcome], count)
+    for provider, timed in sorted(figures.durations.items()):
+        cumulative = 0
+        buckets: list[tuple[str, float]] = []
+        for bound, count in zip([*map(str, DURATION_BUCKETS_S), "+Inf"], timed.buckets, strict=True):
+            cumulative += count
+            buckets.append((bound, cumulative))
+        durations.add_metric([provider], buckets, sum_value=timed.sum_s)
+    yield from (up, resolutions, polls, failures, durations)

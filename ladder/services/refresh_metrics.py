@@ -1,0 +1,116 @@
+"""Refresh figures for /metrics, kept in Redis: the polls run in Celery worker processes, and every
+web process must report the same totals, so nothing lives in a process's memory.
+
+One hash, ``<hot-state prefix>:metrics:refresh``, holds counters (never reset by the ladder; a
+Redis restart resets them, which Prometheus' rate() takes in its stride):
+
+- ``polls|<provider>|<outcome>``: outcomes of ``services.refresh`` (``ok``, ``unverifiable``,
+  ``rate_limited``, ``auth_failed``, ``transient``, ``failed``, ``skipped``, ``claim_lost``);
+- ``bucket|<provider>|<i>``: polls whose HTTP exchange took at most ``DURATION_BUCKETS_S[i]``
+  seconds and more than the bucket before (``i == len(DURATION_BUCKETS_S)``: longer);
+- ``sum|<provider>`` and ``count|<provider>``: seconds spent polling, and how many polls were timed.
+
+Written once per batch of outcomes (one MULTI/EXEC pipeline), best effort: with Redis down the
+figures of that batch are lost, never the refresh.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import redis
+
+from ladder.services import hotstate
+
+logger = logging.getLogger(__name__)
+
+DURATION_BUCKETS_S: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+FAILURE_OUTCOMES: tuple[str, ...] = ("unverifiable", "rate_limited", "auth_failed", "transient", "failed")
+
+
+def refresh_metrics_key() -> str:
+    return f"{hotstate.key_prefix()}:metrics:refresh"
+
+
+@dataclass(frozen=True)
+class PollRecord:
+    provider: str
+    outcome: str
+    duration_s: float | None  # None: nothing was fetched (skipped)
+
+
+def refresh_metrics_record(records: Iterable[PollRecord]) -> bool:
+    """Add these polls to the shared figures. False (logged) when Redis is away; never raises."""
+    counts: Counter[str] = Counter()
+    seconds: dict[str, float] = {}
+    for record in records:
+        counts[f"polls|{record.provider}|{record.outcome}"] += 1
+        if record.duration_s is not None:
+            duration_s = max(0.0, record.duration_s)
+            counts[f"bucket|{record.provider}|{bisect.bisect_left(DURATION_BUCKETS_S, duration_s)}"] += 1
+            counts[f"count|{record.provider}"] += 1
+            name = f"sum|{record.provider}"
+            seconds[name] = seconds.get(name, 0.0) + duration_s
+    if not counts:
+        return True
+    key = refresh_metrics_key()
+    try:
+        pipe = hotstate.client().pipeline(transaction=True)
+        for name, value in counts.items():
+            pipe.hincrby(key, name, value)
+        for name, total in seconds.items():
+            pipe.hincrbyfloat(key, name, total)
+        pipe.execute()
+    except hotstate.HotStateUnavailable:
+        return False
+    except (redis.RedisError, OSError) as exc:
+        hotstate.mark_down(exc)
+        return False
+    return True
+
+
+@dataclass
+class ProviderDurations:
+    buckets: list[int] = field(default_factory=lambda: [0] * (len(DURATION_BUCKETS_S) + 1))
+    sum_s: float = 0.0
+    count: int = 0
+
+
+@dataclass
+class RefreshFigures:
+    polls: dict[tuple[str, str], int] = field(default_factory=dict)  # (provider, outcome) → polls
+    durations: dict[str, ProviderDurations] = field(default_factory=dict)
+
+
+def refresh_metrics_read() -> RefreshFigures:
+    """The shared figures. Raises HotStateUnavailable when Redis is away."""
+    try:
+        raw = hotstate.client().hgetall(refresh_metrics_key())
+    except hotstate.HotStateUnavailable:
+        raise
+    except (redis.RedisError, OSError) as exc:
+        hotstate.mark_down(exc)
+        raise hotstate.HotStateUnavailable(str(exc)) from exc
+    figures = RefreshFigures()
+    for name_raw, value_raw in raw.items():
+        name = name_raw.decode() if isinstance(name_raw, bytes) else str(name_raw)
+        value = value_raw.decode() if isinstance(value_raw, bytes) else str(value_raw)
+        kind, _, rest = name.partition("|")
+        try:
+            if kind == "polls":
+                provider, _, outcome = rest.rpartition("|")
+                figures.polls[(provider, outcome)] = int(value)
+            elif kind == "bucket":
+                provider, _, index = rest.rpartition("|")
+                figures.durations.setdefault(provider, ProviderDurations()).buckets[int(index)] += int(value)
+            elif kind == "sum":
+                figures.durations.setdefault(rest, ProviderDurations()).sum_s = float(value)
+            elif kind == "count":
+                figures.durations.setdefault(rest, ProviderDurations()).count = int(value)
+        except (ValueError, IndexError):
+            logger.warning("refresh metrics: unreadable field %r ignored", name)
+    return figures
