@@ -284,14 +284,14 @@ def test_it_answers_loopback_only_by_default(client: Client) -> None:
 
 def test_it_wants_the_token_when_one_is_set(client: Client, settings: Any) -> None:
     settings.LADDER_METRICS_TOKEN = "s3cret-metrics-token"
-    remote = {"REMOTE_ADDR": "203.0.113.7"}
+    remote = "203.0.113.7"
 
-    missing = client.get(PATH, **remote)
+    missing = client.get(PATH, REMOTE_ADDR=remote)
     assert missing.status_code == 401
     assert missing["WWW-Authenticate"].startswith("Bearer")
-    assert client.get(PATH, headers={"Authorization": "Bearer nope"}, **remote).status_code == 401
-    assert client.get(f"{PATH}?token=s3cret-metrics-token", **remote).status_code == 401
-    allowed = client.get(PATH, headers={"Authorization": "Bearer s3cret-metrics-token"}, **remote)
+    assert client.get(PATH, headers={"Authorization": "Bearer nope"}, REMOTE_ADDR=remote).status_code == 401
+    assert client.get(f"{PATH}?token=s3cret-metrics-token", REMOTE_ADDR=remote).status_code == 401
+    allowed = client.get(PATH, headers={"Authorization": "Bearer s3cret-metrics-token"}, REMOTE_ADDR=remote)
     assert allowed.status_code == 200
     assert b"ladder_connection_rung" in allowed.content
 
