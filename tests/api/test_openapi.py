@@ -7,6 +7,7 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 from jsonschema import Draft202012Validator
 
+from ladder.api_inputs import ESCALATION_QUERY_KEYS, ESCALATIONS_DEFAULT_LIMIT, ESCALATIONS_MAX_LIMIT
 from ladder.openapi import openapi_document
 from tests.api.conftest import assert_schema
 
@@ -107,3 +108,17 @@ def test_it_documents_the_error_shape_for_every_error_status() -> None:
 )
 def test_it_describes_the_request_bodies_of_the_contract(path: str, body: Any, valid: bool) -> None:
     assert request_validator(path).is_valid(body) is valid
+
+
+def test_it_documents_the_query_parameters_of_the_escalation_log() -> None:
+    operation = openapi_document()["paths"]["/api/v1/escalations"]["get"]
+    parameters = {parameter["name"]: parameter for parameter in operation["parameters"]}
+
+    assert list(parameters) == list(ESCALATION_QUERY_KEYS)
+    assert all(p["in"] == "query" and not p["required"] for p in parameters.values())
+    limit = parameters["limit"]["schema"]
+    assert (limit["minimum"], limit["maximum"], limit["default"]) == (
+        1,
+        ESCALATIONS_MAX_LIMIT,
+        ESCALATIONS_DEFAULT_LIMIT,
+    )
