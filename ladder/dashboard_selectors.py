@@ -35,11 +35,17 @@ from ladder.domain import (
     rung_budgets,
     rung_for,
 )
+from ladder.domain.autoid import parse_auto_id
 from ladder.domain.billing import BillingVerdict
 from ladder.domain.budgets import RungBudget
 from ladder.domain.types import LadderConfig
 from ladder.domain.windows import is_too_old, is_usable, reading_age_s, reset_passed
-from ladder.selectors import catalog_uncurated_kinds, snapshot_load
+from ladder.selectors import (
+    catalog_uncurated_kinds,
+    escalation_auto_ids,
+    escalations_latest,
+    snapshot_load,
+)
 
 REASON_WORDS: dict[str, str] = {
     Reason.UNKNOWN_CONNECTION: "the gateway named a connection the ladder does not know",
@@ -761,3 +767,78 @@ def catalog_page_build(*, now: datetime) -> CatalogPage:
     ]
     entries = list(m.BillingCatalogEntry.objects.order_by("provider", "auth_type", "id"))
     return CatalogPage(entries=entries, uncurated=uncurated)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Escalation log
+
+TIMELINE_LIMIT = 100
+KIND_WORDS = {"up": "climbed", "down": "came back down", "empty": "turned empty"}
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    occurred_at: datetime
+    ago: str
+    auto_id: str
+    auto_id_url: str
+    kind: str
+    kind_words: str
+    from_label: str
+    to_label: str
+    from_index: int | None
+    to_index: int | None
+    why: str
+
+
+@dataclass
+class Timeline:
+    now: datetime
+    auto_id: str  # "" = every auto id
+    error: str
+    filters: list[AutoIdLink]
+    entries: list[TimelineEntry] = field(default_factory=list)
+    limit: int = TIMELINE_LIMIT
+
+    @property
+    def truncated(self) -> bool:
+        return len(self.entries) >= self.limit
+
+
+def timeline_url(auto_id: str = "") -> str:
+    base = reverse("ladder:escalations_page")
+    return f"{base}?{urlencode({'model': auto_id})}" if auto_id else base
+
+
+def _rung_words(rung: int | None) -> str:
+    return "empty pool" if rung is None else f"{rung} {Rung(rung).label}"
+
+
+def timeline_build(*, now: datetime, auto_id: str = "") -> Timeline:
+    """The escalation log, newest first: each change of the rung an auto id's gateway resolutions start
+    on. Two queries."""
+    timeline = Timeline(now=now, auto_id=auto_id, error="", filters=[])
+    if auto_id:
+        try:
+            parse_auto_id(auto_id)
+        except AutoIdError as exc:
+            timeline.error = str(exc)
+            return timeline
+    timeline.filters = [AutoIdLink(known, timeline_url(known)) for known in escalation_auto_ids()]
+    timeline.entries = [
+        TimelineEntry(
+            occurred_at=event.occurred_at,
+            ago=duration_words((now - event.occurred_at).total_seconds()),
+            auto_id=event.auto_id,
+            auto_id_url=preview_url(event.auto_id),
+            kind=event.kind,
+            kind_words=KIND_WORDS.get(event.kind, event.kind),
+            from_label=_rung_words(event.from_rung),
+            to_label=_rung_words(event.to_rung),
+            from_index=event.from_rung,
+            to_index=event.to_rung,
+            why=event.why,
+        )
+        for event in escalations_latest(auto_id=auto_id or None, limit=TIMELINE_LIMIT)
+    ]
+    return timeline

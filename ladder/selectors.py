@@ -180,9 +180,17 @@ def escalations_list(
     return list(events.order_by("occurred_at", "id")[: max(0, limit)])
 
 
-def escalations_latest(*, limit: int = 50) -> list[m.EscalationEvent]:
-    """The newest escalation events, newest first (the dashboard's timeline)."""
-    return list(m.EscalationEvent.objects.order_by("-occurred_at", "-id")[: max(0, limit)])
+def escalations_latest(*, auto_id: str | None = None, limit: int = 100) -> list[m.EscalationEvent]:
+    """The newest escalation events (of one auto id when given), newest first: the dashboard's timeline."""
+    events = m.EscalationEvent.objects.all()
+    if auto_id is not None:
+        events = events.filter(auto_id=auto_id)
+    return list(events.order_by("-occurred_at", "-id")[: max(0, limit)])
+
+
+def escalation_auto_ids() -> list[str]:
+    """Every auto id the escalation log holds events of, sorted."""
+    return list(m.EscalationEvent.objects.order_by("auto_id").values_list("auto_id", flat=True).distinct())
 
 
 def escalation_counts() -> dict[tuple[str, str], int]:
