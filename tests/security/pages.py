@@ -13,7 +13,7 @@ from django.urls import NoReverseMatch, reverse
 
 from tests.security.rows import Rows
 
-URL_ATTRIBUTES = ("href", "src", "action", "formaction", "hx-get", "hx-post", "hx-put", "hx-patch", "hx-delete")
+URL_ATTRIBUTES = ("href", "src", "action", "formaction", "hx-get", "hx-post", "hx-put", "hx-patch")
 EXTERNAL = re.compile(r"^\s*(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)
 
 

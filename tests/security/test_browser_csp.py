@@ -24,7 +24,7 @@ CANARY_JS = "document.body.insertAdjacentHTML('beforeend', '<p id=\"canary\" sty
 
 
 @pytest.fixture
-def browser(settings: Any) -> Iterator[WebDriver]:
+def browser(settings: Any) -> Iterator[webdriver.Chrome]:
     settings.LADDER_DASHBOARD_POLL_S = 0.5
     missing = [str(path) for path in (CHROMIUM, CHROMEDRIVER) if not path.exists()]
     if missing:
@@ -42,7 +42,7 @@ def browser(settings: Any) -> Iterator[WebDriver]:
         driver.quit()
 
 
-def problems(driver: WebDriver) -> list[str]:
+def problems(driver: webdriver.Chrome) -> list[str]:
     """Console entries that are CSP violations or errors (reading the log empties it). The browser's
     own request for /favicon.ico (the site has none) is not a page's doing."""
     return [
@@ -65,7 +65,9 @@ def text_of(driver: WebDriver, element_id: str) -> str:
     return str(driver.execute_script(script, element_id))
 
 
-def test_the_admin_and_the_dashboard_run_under_the_policy(browser: WebDriver, live_server: LiveServer) -> None:
+def test_the_admin_and_the_dashboard_run_under_the_policy(
+    browser: webdriver.Chrome, live_server: LiveServer
+) -> None:
     rows = rows_create()
     User.objects.create_superuser("root", "root@example.test", PASSWORD)
     base = live_server.url

@@ -78,7 +78,9 @@ def test_it_passes_check_deploy_with_the_production_environment(tmp_path: Path) 
     ],
     ids=["missing", "short", "repetitive", "django-insecure"],
 )
-def test_it_refuses_a_weak_secret_key_in_production(tmp_path: Path, secret_key: str | None, problem: str) -> None:
+def test_it_refuses_a_weak_secret_key_in_production(
+    tmp_path: Path, secret_key: str | None, problem: str
+) -> None:
     result = check_deploy(production_env(tmp_path, SECRET_KEY=secret_key))
     assert result.returncode != 0
     assert "SECRET_KEY is not strong enough for production" in result.stderr
@@ -105,7 +107,8 @@ def test_it_fails_check_deploy_with_a_plain_http_trusted_origin(tmp_path: Path) 
 
 
 def test_it_fails_check_deploy_when_an_operator_turns_https_off(tmp_path: Path) -> None:
-    result = check_deploy(production_env(tmp_path, SECURE_SSL_REDIRECT="false", SESSION_COOKIE_SECURE="false"))
+    env = production_env(tmp_path, SECURE_SSL_REDIRECT="false", SESSION_COOKIE_SECURE="false")
+    result = check_deploy(env)
     assert result.returncode != 0
     assert "security.W008" in result.stderr
     assert "security.W012" in result.stderr
@@ -153,7 +156,9 @@ def test_it_serves_production_over_https_only(tmp_path: Path) -> None:
 
 def test_it_keeps_plain_http_for_loopback_hosts(tmp_path: Path) -> None:
     """`make run` and the tests: loopback names only, no SECRET_KEY, plain HTTP works."""
-    env = production_env(tmp_path, ALLOWED_HOSTS="127.0.0.1,localhost", SECRET_KEY=None, CSRF_TRUSTED_ORIGINS=None)
+    env = production_env(
+        tmp_path, ALLOWED_HOSTS="127.0.0.1,localhost", SECRET_KEY=None, CSRF_TRUSTED_ORIGINS=None
+    )
     answer = probe(env)
     assert answer["plain"] == [200, None]
     assert answer["hsts"] is None
