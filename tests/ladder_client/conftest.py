@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,9 @@ from ladder import models as m
 from ladder.services import bump_state_version
 from ladder.services.tokens import gateway_token_create
 from ladder_client import LadderClient
+
+# LiteLLM fetches its price map from the internet at import unless told to use its local copy.
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 PLAN = "plan-claude"  # a Claude Code OAuth plan: subscription, hard-stop
 CHEAP = "cheap-openai"  # an OpenAI API key: metered, on a cheap model
