@@ -1,5 +1,7 @@
 """Domain benchmark: resolve 10,000 and 20,000 (candidate, connection) pairs; the offline resolver
-over 1,000 connections through call_command. Prints figures; the last line is ratio=t20000/t10000."""
+over 1,000 connections through call_command, side by side with what users would pick instead —
+LiteLLM's router choosing one deployment among 1,000 (usage-based, and a plain shuffle), in the same
+process. Prints figures; the last line is ratio=t20000/t10000."""
 
 from __future__ import annotations
 
@@ -60,6 +62,37 @@ def time_offline_resolver(connections: int, repeat: int = 21) -> float:
     return statistics.median(samples)
 
 
+def time_litellm(deployments: int, strategy: str, repeat: int = 21) -> float | None:
+    """LiteLLM's Router picking one deployment of a group of `deployments` (None: LiteLLM absent)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download at import
+    try:
+        from litellm import Router
+    except ImportError:
+        return None
+    model_list = [
+        {
+            "model_name": "group",
+            "litellm_params": {
+                "model": f"openai/model-{i}",
+                "api_key": "unused",
+                "api_base": "http://127.0.0.1:9/v1",
+                "tpm": 1_000_000,
+                "rpm": 10_000,
+            },
+            "model_info": {"id": f"deployment-{i}"},
+        }
+        for i in range(deployments)
+    ]
+    router = Router(model_list=model_list, routing_strategy=strategy)
+    messages = [{"role": "user", "content": "hello"}]
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        router.get_available_deployment(model="group", messages=messages)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
 def main() -> None:
     t10 = time_pairs(10_000)
     t20 = time_pairs(20_000)
@@ -67,6 +100,17 @@ def main() -> None:
     print(f"resolve 20000 pairs: {t20 * 1000:.1f} ms")
     offline = time_offline_resolver(1000)
     print(f"ladder_resolve over 1000 connections via call_command (JSON in and out): {offline * 1000:.2f} ms")
+    usage_based = time_litellm(1000, "usage-based-routing")
+    shuffle = time_litellm(1000, "simple-shuffle")
+    if usage_based is None or shuffle is None:
+        print("litellm: not installed (pip install .[litellm]); no side-by-side figure")
+    else:
+        print(f"litellm Router, 1 of 1000 deployments, usage-based-routing: {usage_based * 1000:.2f} ms")
+        print(f"litellm Router, 1 of 1000 deployments, simple-shuffle: {shuffle * 1000:.2f} ms")
+        print(
+            f"offline resolver / litellm usage-based = {offline / usage_based:.3f} (target <= 0.2); "
+            f"/ simple-shuffle = {offline / shuffle:.3f}"
+        )
     # resolution_to_dict is part of every answer: make sure it is cheap too
     state = parse_state(synthetic_state(providers=20, connections_per_provider=100, models_per_provider=10))
     assert state.now is not None

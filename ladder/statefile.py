@@ -29,6 +29,7 @@ from ladder.domain.types import (
     Reading,
     Snapshot,
     Window,
+    construct,
 )
 
 # What an adapter can observe of overage: switched on, or seen off. "unknown" is no observation (null).
@@ -355,12 +356,15 @@ def _fast_window(value: Any, cache: dict[str, datetime]) -> Window:
     if type(latched) is not bool:
         raise _Slow
     scope = value.get("scope_models")
-    return Window(
-        name=name,
-        remaining_pct=pct,
-        reset_at=None if reset is None else _fast_time(reset, cache),
-        scope_models=() if scope is None and "scope_models" not in value else _fast_str_tuple(scope),
-        latched=latched,
+    return construct(
+        Window,
+        {
+            "name": name,
+            "remaining_pct": pct,
+            "reset_at": None if reset is None else _fast_time(reset, cache),
+            "scope_models": () if scope is None and "scope_models" not in value else _fast_str_tuple(scope),
+            "latched": latched,
+        },
     )
 
 
@@ -377,50 +381,58 @@ def _fast_reading(value: Any, cache: dict[str, datetime]) -> Reading | None:
         raise _Slow
     if observed is not None and observed not in OBSERVED_OVERAGES:
         raise _Slow
-    return Reading(
-        fetched_at=_fast_time(value.get("fetched_at"), cache),
-        source=source,
-        verifiable=verifiable,
-        observed_overage=observed,
-        windows=tuple(_fast_window(w, cache) for w in windows),
+    return construct(
+        Reading,
+        {
+            "fetched_at": _fast_time(value.get("fetched_at"), cache),
+            "windows": tuple([_fast_window(w, cache) for w in windows]),
+            "source": source,
+            "verifiable": verifiable,
+            "observed_overage": observed,
+            "note": "",
+        },
     )
 
 
 def _fast_connection(value: Any, cache: dict[str, datetime]) -> Connection:
     if type(value) is not dict or not _CONNECTION_KEYS.issuperset(value):
         raise _Slow
-    connection_id = value.get("id")
-    provider = value.get("provider")
+    get = value.get
+    connection_id = get("id")
+    provider = get("provider")
     if type(connection_id) is not str or not CONNECTION_ID_RE.match(connection_id):
         raise _Slow
     if type(provider) is not str or not provider.strip():
         raise _Slow
-    auth_type = value.get("auth_type")
+    auth_type = get("auth_type")
     if auth_type is not None:
         if type(auth_type) is not str:
             raise _Slow
         auth_type = normalise_auth_type(auth_type)
-    keyless = value.get("keyless", False)
-    enabled = value.get("enabled", True)
+    keyless = get("keyless", False)
+    enabled = get("enabled", True)
     if type(keyless) is not bool or type(enabled) is not bool:
         raise _Slow
-    override = value.get("overage_override")
+    override = get("overage_override")
     if override is not None and override not in OVERAGES:
         raise _Slow
-    cooldown = value.get("cooldown_until")
-    models = value.get("models")
-    return Connection(
-        id=connection_id,
-        provider=provider,
-        auth_type=auth_type,
-        keyless=keyless,
-        enabled=enabled,
-        disabled_reason=_fast_optional_str(value.get("disabled_reason")),
-        base_url=_fast_optional_str(value.get("base_url")),
-        cooldown_until=None if cooldown is None else _fast_time(cooldown, cache),
-        overage_override=override,
-        models=None if models is None else _fast_str_tuple(models),
-        reading=_fast_reading(value.get("quota"), cache),
+    cooldown = get("cooldown_until")
+    models = get("models")
+    return construct(
+        Connection,
+        {
+            "id": connection_id,
+            "provider": provider,
+            "auth_type": auth_type,
+            "keyless": keyless,
+            "enabled": enabled,
+            "disabled_reason": _fast_optional_str(get("disabled_reason")),
+            "base_url": _fast_optional_str(get("base_url")),
+            "cooldown_until": None if cooldown is None else _fast_time(cooldown, cache),
+            "overage_override": override,
+            "models": None if models is None else _fast_str_tuple(models),
+            "reading": _fast_reading(get("quota"), cache),
+        },
     )
 
 

@@ -1,20 +1,24 @@
 """L9–L12 and L14: resolve an auto id into an ordered, explained pool.
 
 The resolution is recomputed from the snapshot at every call (L12): nothing here remembers a rung.
-Each connection's billing verdict is computed once per snapshot and each (connection, model) pair once
-per resolution, however many candidates name it.
+What a call may reuse is derived from the snapshot alone: each connection's billing verdict, the
+candidates built from the catalog, and each (connection, rung, applicable windows) case's verdict
+together with the moment it stops being valid (the next cooldown end, reading expiry, window reset or
+budget period end). So a resolution judges each case once, and later resolutions of the same
+snapshot only walk the pairs until one of those moments passes.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from functools import lru_cache
 
 from ladder.domain.autoid import AutoId, parse_auto_id
 from ladder.domain.billing import BillingVerdict, classify_billing
-from ladder.domain.budgets import RungBudget, budget_block, rung_budgets
+from ladder.domain.budgets import RungBudget, budget_block, period_bounds, rung_budgets
 from ladder.domain.tiers import rung_for
 from ladder.domain.timefmt import format_utc
 from ladder.domain.types import (
@@ -43,15 +47,20 @@ from ladder.domain.windows import (
 )
 
 PLAN_READING_RUNGS = (Rung.SUBSCRIPTION, Rung.FREE)
+# Keys of Snapshot.memo (tuples: they never equal a connection id or another string key).
+_FACTS = ("facts",)
+_BILLING = ("billing",)
+_MOMENTS = ("moments",)
+MEMO_MAX_VERDICTS = 250_000
 # (connection id, rung) or (connection id, rung, which scoped windows apply)
 PairKey = tuple[str, Rung] | tuple[str, Rung, tuple[bool, ...]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PairVerdict:
     """How one (candidate model, connection) pair fares in one grouping at one moment."""
 
-    rung: Rung
+    rung: Rung | None  # None: a connection the ladder does not know
     reason: str | None
     detail: str
     # When this pair may qualify again, by its reported reason (None: unknown or never).
@@ -59,21 +68,99 @@ class PairVerdict:
     refresh: bool
 
 
+@dataclass
+class VerdictMemo:
+    """The verdicts of one snapshot and grouping, judged at clocks in [first, since].
+
+    A verdict depends on the clock only through comparisons with a connection's cooldown end, its
+    reading's expiry, its windows' resets and the budget period's end: the snapshot's moments. Until
+    the first of those after `first`, every stored verdict still holds. That moment is looked up when
+    the memo is first reused, so a snapshot resolved once (the offline resolver) never pays for it.
+    A resolution whose clock is earlier than the latest one seen (concurrent requests, a replayed
+    `now`) judges with a memo of its own instead."""
+
+    first: datetime
+    since: datetime
+    until: datetime | None = None  # None: not looked up yet (see `expires`)
+    expires: bool = True  # False: no moment lies ahead of `first`
+    # (candidate model, tier rung) → connection id → verdict: the hot path's one lookup per pair.
+    by_model: dict[tuple[str, Rung], dict[str, PairVerdict]] = field(default_factory=dict)
+    # Distinct cases: the same connection judged for models with equal rung and applicable windows.
+    by_case: dict[PairKey, PairVerdict] = field(default_factory=dict)
+    # Verdicts stored so far: gateways send model names and connection ids of their own, so a memo
+    # stops growing at MEMO_MAX_VERDICTS (what it holds still serves; the rest is judged each time).
+    stored: int = 0
+
+    def room(self) -> bool:
+        return self.stored < MEMO_MAX_VERDICTS
+
+
+def verdict_memo(snapshot: Snapshot, grouping: Grouping, now: datetime) -> VerdictMemo:
+    """The snapshot's memo for this grouping that holds at now (a new one when it does not)."""
+    key = ("verdicts", grouping)
+    memo = snapshot.memo.get(key)
+    if isinstance(memo, VerdictMemo):
+        if now < memo.since:
+            return VerdictMemo(first=now, since=now)  # an earlier clock: judged apart, not stored
+        if memo.until is None and memo.expires:
+            memo.until = _next_moment(snapshot, memo.first)
+            memo.expires = memo.until is not None
+        if not memo.expires or (memo.until is not None and now < memo.until):
+            memo.since = now
+            return memo
+    memo = VerdictMemo(first=now, since=now)
+    snapshot.memo[key] = memo
+    return memo
+
+
+def _next_moment(snapshot: Snapshot, after: datetime) -> datetime | None:
+    """The first moment after `after` at which some verdict of the snapshot may change."""
+    moments: list[datetime] | None = snapshot.memo.get(_MOMENTS)
+    if moments is None:
+        # is_too_old is "age > max": a reading is still fresh at exactly fetched_at + max.
+        max_age = timedelta(seconds=snapshot.config.max_reading_age_s, microseconds=1)
+        moments = []
+        for connection in snapshot.connections:
+            if connection.cooldown_until is not None:
+                moments.append(connection.cooldown_until)
+            reading = connection.reading
+            if reading is not None:
+                moments.append(reading.fetched_at + max_age)
+                moments.extend(w.reset_at for w in reading.windows if w.reset_at is not None)
+        moments.sort()
+        snapshot.memo[_MOMENTS] = moments
+    index = bisect_right(moments, after)
+    period_end = period_bounds(after, snapshot.config.budget_period)[1]
+    return min(moments[index], period_end) if index < len(moments) else period_end
+
+
 def billing_verdict(snapshot: Snapshot, connection: Connection) -> BillingVerdict:
     return _connection_facts(snapshot, connection)[0]
 
 
-def _connection_facts(
-    snapshot: Snapshot, connection: Connection
-) -> tuple[BillingVerdict, tuple[tuple[str, ...], ...]]:
+Facts = tuple[BillingVerdict, tuple[tuple[str, ...], ...]]
+
+
+def _connection_facts(snapshot: Snapshot, connection: Connection) -> Facts:
     """Per snapshot and connection: its billing verdict, and the scopes of its model-scoped windows."""
-    memo = snapshot.memo
-    facts = memo.get(connection.id)
+    facts_by_id: dict[str, Facts] = snapshot.memo.setdefault(_FACTS, {})
+    facts = facts_by_id.get(connection.id)
     if facts is None:
         reading = connection.reading
         scopes = tuple(w.scope_models for w in reading.windows if w.scope_models) if reading else ()
-        facts = (classify_billing(connection, snapshot.catalog_by_key), scopes)
-        memo[connection.id] = facts
+        # The verdict depends on these alone: connections of one kind share one.
+        kind = (
+            connection.keyless,
+            connection.provider,
+            connection.auth_type,
+            connection.overage_override,
+            reading.observed_overage if reading is not None else None,
+        )
+        verdicts: dict[tuple[object, ...], BillingVerdict] = snapshot.memo.setdefault(_BILLING, {})
+        verdict = verdicts.get(kind)
+        if verdict is None:
+            verdict = verdicts[kind] = classify_billing(connection, snapshot.catalog_by_key)
+        facts = facts_by_id[connection.id] = (verdict, scopes)
     return facts
 
 
@@ -155,56 +242,97 @@ def judge_pair(
 ) -> PairVerdict:
     if rung is None:
         rung = rung_for(verdict.billing, model_entry, config)
-    reading = connection.reading
-    windows = applicable_windows(reading, model) if reading is not None else ()
-    # L5, computed once per pair: an old reading, or one of a period that has ended, is not fresh.
-    too_old = reading is not None and is_too_old(reading, now, config)
-    period_ended = any(reset_passed(w, now) for w in windows)
-    cooling = connection.cooldown_until is not None and connection.cooldown_until > now
-    reason: str | None = None
-    detail = ""
-    retry_at: datetime | None = None
-
     if grouping == "subscription":
-        billing_failure = _billing_failure(connection, verdict)
-        can_qualify = connection.enabled and billing_failure is None
-        wants_reading = rung == Rung.SUBSCRIPTION and billing_failure is None
-    else:
-        billing_failure = None
-        budget = budgets.get(rung)
-        can_qualify = connection.enabled and not (budget is not None and budget.disabled)
-        wants_reading = rung in PLAN_READING_RUNGS and not connection.keyless
+        return _judge_subscription(connection, verdict, rung, model, config, now)
+    return _judge_thrifty(connection, rung, model, budgets.get(rung), config, now)
 
+
+def _disabled(connection: Connection, rung: Rung) -> PairVerdict:
+    reason = connection.disabled_reason
+    return PairVerdict(rung, Reason.DISABLED, f"disabled ({reason})" if reason else "disabled", None, False)
+
+
+def _cooling(cooldown_until: datetime, rung: Rung, can_qualify: bool) -> PairVerdict:
+    detail = f"cooling down until {format_utc(cooldown_until)}"
+    return PairVerdict(rung, Reason.COOLING_DOWN, detail, cooldown_until if can_qualify else None, False)
+
+
+def _future(moment: datetime | None, now: datetime) -> datetime | None:
+    return moment if moment is not None and moment > now else None
+
+
+def _freshness(
+    connection: Connection, model: str, config: LadderConfig, now: datetime
+) -> tuple[tuple[Window, ...], bool]:
+    """L4/L5: the reading's windows that apply to the model, and whether the reading needs a refresh
+    (missing, older than the age limit, or describing a period that has ended)."""
+    reading = connection.reading
+    if reading is None:
+        return (), True
+    windows = applicable_windows(reading, model)
+    stale = (now - reading.fetched_at).total_seconds() > config.max_reading_age_s or any(
+        w.reset_at is not None and w.reset_at <= now for w in windows
+    )
+    return windows, stale
+
+
+def _judge_thrifty(
+    connection: Connection,
+    rung: Rung,
+    model: str,
+    budget: RungBudget | None,
+    config: LadderConfig,
+    now: datetime,
+) -> PairVerdict:
+    """L10: disabled and cooling-down connections are out; rungs 3–4 answer to their budget (L8);
+    rungs 0 and 2 only to a verified reading's evidence; rung 1 to nothing else."""
     if not connection.enabled:
-        reason = Reason.DISABLED
-        detail = f"disabled ({connection.disabled_reason})" if connection.disabled_reason else "disabled"
-    elif cooling:
-        assert connection.cooldown_until is not None
-        reason = Reason.COOLING_DOWN
-        detail = f"cooling down until {format_utc(connection.cooldown_until)}"
-        retry_at = connection.cooldown_until if can_qualify else None
-    elif billing_failure is not None:
-        reason, detail = billing_failure
-    elif grouping == "subscription":
-        reason, detail, retry_at = _judge_plan_reading(connection, windows, config, now)
-    elif rung in budgets:
-        block = budget_block(budgets[rung])
-        if block is not None:
-            reason, detail = block
-            if reason == Reason.BUDGET_EXHAUSTED:
-                retry_at = budgets[rung].period_ends_at
-    elif rung in PLAN_READING_RUNGS and reading is not None and reading.verifiable:
-        fresh = not too_old and not period_ended
+        return _disabled(connection, rung)
+    cooldown_until = connection.cooldown_until
+    if cooldown_until is not None and cooldown_until > now:
+        return _cooling(cooldown_until, rung, not (budget is not None and budget.disabled))
+    if budget is not None:
+        block = budget_block(budget)
+        if block is None:
+            return PairVerdict(rung, None, "", None, False)
+        reason, detail = block
+        retry_at = budget.period_ends_at if reason == Reason.BUDGET_EXHAUSTED else None
+        return PairVerdict(rung, reason, detail, _future(retry_at, now), False)
+    if rung not in PLAN_READING_RUNGS or connection.keyless:
+        return PairVerdict(rung, None, "", None, False)
+    windows, stale = _freshness(connection, model, config, now)
+    reading = connection.reading
+    if reading is not None and reading.verifiable:
+        fresh = not stale
         evidence = [w for w in windows if blocks_as_evidence(w, fresh, now, config)]
         if evidence:
             reason, detail, retry_at = _blocked(evidence, config)
+            return PairVerdict(rung, reason, detail, _future(retry_at, now), stale)
+    return PairVerdict(rung, None, "", None, stale)
 
-    refresh = (
-        wants_reading and connection.enabled and not cooling and (reading is None or too_old or period_ended)
-    )
-    if retry_at is not None and retry_at <= now:
-        retry_at = None
-    return PairVerdict(rung, reason, detail, retry_at, refresh)
+
+def _judge_subscription(
+    connection: Connection,
+    verdict: BillingVerdict,
+    rung: Rung,
+    model: str,
+    config: LadderConfig,
+    now: datetime,
+) -> PairVerdict:
+    """L9: an enabled plan connection that cannot bill past its quota, not cooling down, with a fresh
+    verified reading whose every applicable window is usable."""
+    billing_failure = _billing_failure(connection, verdict)
+    if not connection.enabled:
+        return _disabled(connection, rung)
+    cooldown_until = connection.cooldown_until
+    if cooldown_until is not None and cooldown_until > now:
+        return _cooling(cooldown_until, rung, billing_failure is None)
+    if billing_failure is not None:
+        reason, detail = billing_failure
+        return PairVerdict(rung, reason, detail, None, False)
+    windows, stale = _freshness(connection, model, config, now)
+    plan_reason, plan_detail, retry_at = _judge_plan_reading(connection, windows, config, now)
+    return PairVerdict(rung, plan_reason, plan_detail, _future(retry_at, now), stale)
 
 
 def _judge_plan_reading(
@@ -237,6 +365,61 @@ def _judge_plan_reading(
     return None, "", None
 
 
+def _catalog_candidates_memo(snapshot: Snapshot, category: str | None) -> tuple[Candidate, ...]:
+    key = ("candidates", category)
+    candidates: tuple[Candidate, ...] | None = snapshot.memo.get(key)
+    if candidates is None:
+        candidates = snapshot.memo[key] = tuple(catalog_candidates(snapshot, category))
+    return candidates
+
+
+def _unknown(connection_id: str) -> PairVerdict:
+    return PairVerdict(
+        None, Reason.UNKNOWN_CONNECTION, f"the ladder knows no connection {connection_id!r}", None, False
+    )
+
+
+def _judge_case(
+    snapshot: Snapshot,
+    memo: VerdictMemo,
+    grouping: Grouping,
+    connection_id: str,
+    model: str,
+    tier_rung: Rung,
+    budgets: dict[Rung, RungBudget],
+    now: datetime,
+) -> tuple[PairVerdict, bool]:
+    """A pair's verdict, judged once per distinct case; and whether it may be kept until memo.until."""
+    connection = snapshot.connections_by_id.get(connection_id)
+    if connection is None:
+        return _unknown(connection_id), True
+    verdict, scopes = _connection_facts(snapshot, connection)
+    billing = verdict.billing
+    # L3 per pair: the connection's billing picks rung 0 or 1, else the candidate's tier decides.
+    if billing == "subscription":
+        rung = Rung.SUBSCRIPTION
+    elif billing == "keyless":
+        rung = Rung.KEYLESS
+    else:
+        rung = tier_rung
+    # A pair's verdict depends on the model only through its rung and the scoped windows that apply
+    # to it: judge each distinct case once.
+    key: PairKey = (connection_id, rung, scope_mask(scopes, model)) if scopes else (connection_id, rung)
+    pair = memo.by_case.get(key)
+    if pair is not None:
+        return pair, True
+    if grouping == "subscription":
+        pair = _judge_subscription(connection, verdict, rung, model, snapshot.config, now)
+    else:
+        pair = _judge_thrifty(connection, rung, model, budgets.get(rung), snapshot.config, now)
+    if pair.reason == Reason.READING_STALE:
+        return pair, False  # its detail tells the reading's age: true at this moment only
+    if memo.room():
+        memo.by_case[key] = pair
+        memo.stored += 1
+    return pair, True
+
+
 def resolve(
     snapshot: Snapshot,
     model: str,
@@ -247,13 +430,15 @@ def resolve(
     auto: AutoId = parse_auto_id(model)
     grouping = auto.grouping
     config = snapshot.config
+    # Candidates built from the catalog name each connection once; the gateway's may repeat one.
+    dedupe = candidates is not None
     if candidates is None:
-        candidates = catalog_candidates(snapshot, auto.category)
+        candidates = _catalog_candidates_memo(snapshot, auto.category)
     budgets = rung_budgets(config, snapshot.spend_usd, now)
-    by_id = snapshot.connections_by_id
+    memo = verdict_memo(snapshot, grouping, now)
+    by_model = memo.by_model
     models_by_key = snapshot.models_by_key
 
-    pair_cache: dict[PairKey, PairVerdict] = {}
     placed: list[tuple[int, int, PoolEntry]] = []
     excluded: list[Exclusion] = []
     refresh: dict[str, None] = {}
@@ -264,61 +449,39 @@ def resolve(
         if candidate.connection_id is not None:
             ids: Sequence[str] = (candidate.connection_id,)
         else:
+            # A connection id repeated in one candidate's list is judged once, at its first place.
             ids = candidate.allowed_connection_ids
+            if dedupe and len(ids) > 1:
+                ids = tuple(dict.fromkeys(ids))
+        if not ids:
+            continue
+        judged += len(ids)
         model_entry = models_by_key.get((candidate.provider, candidate.model))
-        # L3 per pair: the connection's billing picks rung 0 or 1, else the candidate's tier decides.
         tier_rung = rung_for("metered", model_entry, config)
+        verdicts = by_model.get((candidate.model, tier_rung))
+        if verdicts is None:
+            verdicts = {}
+            if memo.room():
+                by_model[(candidate.model, tier_rung)] = verdicts
         survivors: dict[Rung, list[str]] = {}
-        seen: set[str] = set()
         for connection_id in ids:
-            if connection_id in seen:
-                continue
-            seen.add(connection_id)
-            judged += 1
-            connection = by_id.get(connection_id)
-            if connection is None:
-                excluded.append(
-                    Exclusion(
-                        candidate.provider,
-                        candidate.model,
-                        connection_id,
-                        None,
-                        Reason.UNKNOWN_CONNECTION,
-                        f"the ladder knows no connection {connection_id!r}",
-                    )
-                )
-                continue
-            verdict, scopes = _connection_facts(snapshot, connection)
-            billing = verdict.billing
-            if billing == "subscription":
-                rung = Rung.SUBSCRIPTION
-            elif billing == "keyless":
-                rung = Rung.KEYLESS
-            else:
-                rung = tier_rung
-            # A pair's verdict depends on the model only through its rung and the scoped windows
-            # that apply to it: judge each distinct case once.
-            key: PairKey = (connection_id, rung)
-            if scopes:
-                key = (connection_id, rung, scope_mask(scopes, candidate.model))
-            pair = pair_cache.get(key)
+            pair = verdicts.get(connection_id)
             if pair is None:
-                pair = judge_pair(
-                    grouping=grouping,
-                    connection=connection,
-                    verdict=verdict,
-                    model=candidate.model,
-                    model_entry=model_entry,
-                    budgets=budgets,
-                    config=config,
-                    now=now,
-                    rung=rung,
+                pair, keep = _judge_case(
+                    snapshot, memo, grouping, connection_id, candidate.model, tier_rung, budgets, now
                 )
-                pair_cache[key] = pair
+                if keep and memo.room():
+                    memo.stored += 1
+                    verdicts[connection_id] = pair
             if pair.refresh:
                 refresh[connection_id] = None
             if pair.reason is None:
-                survivors.setdefault(pair.rung, []).append(connection_id)
+                assert pair.rung is not None
+                allowed = survivors.get(pair.rung)
+                if allowed is None:
+                    survivors[pair.rung] = [connection_id]
+                else:
+                    allowed.append(connection_id)
                 continue
             excluded.append(
                 Exclusion(

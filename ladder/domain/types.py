@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import IntEnum
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
 
 Billing = Literal["subscription", "metered", "keyless", "unknown"]
 Overage = Literal["hard-stop", "meters-to-paid", "unknown"]
@@ -33,7 +35,10 @@ class Rung(IntEnum):
 
     @property
     def label(self) -> str:
-        return self.name.lower()
+        return RUNG_LABELS[self]
+
+
+RUNG_LABELS: tuple[str, ...] = tuple(rung.name.lower() for rung in Rung)
 
 
 class Reason:
@@ -72,6 +77,15 @@ class Reason:
         QUOTA_EXHAUSTED,
         BELOW_REENTRY_FLOOR,
     )
+
+
+def construct(cls: type[T], values: dict[str, Any]) -> T:
+    """A frozen dataclass from a complete set of already-checked field values, without its generated
+    __init__: that one sets every field through object.__setattr__, the cost that dominates parsing a
+    large state. Only for classes without __post_init__ or slots; every field must be given."""
+    instance = object.__new__(cls)
+    instance.__dict__.update(values)
+    return instance
 
 
 @dataclass(frozen=True)
@@ -164,8 +178,11 @@ class Snapshot:
     connections: tuple[Connection, ...] = ()
     # Spend of the current budget period per budget rung ("cheap", "premium"); absent = $0.
     spend_usd: Mapping[str, float] = field(default_factory=dict)
-    # Per-snapshot memo of derived values (billing verdicts by connection id); never compared.
-    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False, hash=False)
+    # Per-snapshot memo of values derived from it alone (billing verdicts, catalog candidates, pair
+    # verdicts with their validity: ladder.domain.resolve); never compared.
+    memo: dict[tuple[Any, ...], Any] = field(
+        default_factory=dict, init=False, compare=False, repr=False, hash=False
+    )
 
     @cached_property
     def connections_by_id(self) -> dict[str, Connection]:

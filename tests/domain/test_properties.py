@@ -589,7 +589,8 @@ def holds_keeps_off_cooling_and_spent_rungs_out_of_every_pool(case: Case, resolu
     for entry in resolution.pool:
         for cid in entry.allowed_connection_ids:
             assert by_id[cid].enabled
-            assert by_id[cid].cooldown_until is None or by_id[cid].cooldown_until <= NOW
+            cooldown_until = by_id[cid].cooldown_until
+            assert cooldown_until is None or cooldown_until <= NOW
         budget_rung = {3: "cheap", 4: "premium"}.get(int(entry.rung))
         if budget_rung is not None:
             budget = s.config.rung_budget_usd.get(budget_rung)
@@ -679,3 +680,33 @@ def test_it_holds_every_invariant_over_random_states(case: Case) -> None:
     resolution = resolve_case(case)
     for check in PROPERTIES:
         check(case, resolution)
+
+
+# --- one snapshot resolved at many clocks (its verdict memo) -----------------------------------------------
+
+# Seconds from NOW on both sides of the states' moments: reading expiries (age vs 60/180 s), cooldown
+# ends (-60, 0, 90, 7200), window resets (-60, 0, 60, 3600, 86400), the day's and the month's end.
+CLOCK_OFFSETS_S = (
+    -120, -61, -60, -1, 0, 1, 59, 60, 61, 89, 90, 91, 119, 120, 121, 178, 179, 180, 181,
+    1020, 1021, 3599, 3600, 3601, 7199, 7200, 43199, 43200, 86400, 820799, 820800,
+)  # fmt: skip
+
+
+@settings(PROFILE)
+@given(
+    cases(),
+    st.lists(st.sampled_from(CLOCK_OFFSETS_S), min_size=2, max_size=8),
+    st.sampled_from(AUTO_IDS),
+)
+def test_it_answers_at_every_clock_as_a_fresh_snapshot_would(
+    case: Case, offsets: list[int], other_model: str
+) -> None:
+    """One snapshot resolved again and again, forward and back across expiries, resets, cooldown ends
+    and budget periods, answers each time exactly what a snapshot never resolved before answers."""
+    shared = case.snapshot_copy()
+    for offset in offsets:
+        now = NOW + timedelta(seconds=offset)
+        for model in (case.model, other_model):
+            reused = resolve(shared, model, case.candidates, now)
+            fresh = resolve(case.snapshot_copy(), model, case.candidates, now)
+            assert resolution_to_dict(reused) == resolution_to_dict(fresh), (offset, model)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from datetime import datetime
 
 import pytest
@@ -1004,3 +1005,51 @@ def test_it_knows_the_reason_codes_in_the_precedence_order_of_state_md() -> None
         "quota_exhausted",
         "below_reentry_floor",
     )
+
+
+# --- the verdict memo of a snapshot (L12: inputs may be reused, the resolution is recomputed) ---------------
+
+
+def test_it_judges_a_connection_once_per_snapshot_and_clock_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    resolve_module = importlib.import_module("ladder.domain.resolve")  # the package re-exports resolve()
+
+    judged: list[str] = []
+    real = resolve_module._judge_thrifty
+
+    def counting(connection: Connection, *args: object) -> object:
+        judged.append(connection.id)
+        return real(connection, *args)
+
+    monkeypatch.setattr(resolve_module, "_judge_thrifty", counting)
+    s = snap(plan("s1"), key("k1"))
+    candidates = [logical(["s1", "k1"]), logical(["s1", "k1"], model="m1")]
+    first = resolve(s, "auto/thrifty", candidates, NOW)
+    second = resolve(s, "auto/thrifty", candidates, later(1))
+    assert judged == ["s1", "k1"]  # the second candidate and the second resolution reuse the verdicts
+    assert pool_ids(first) == pool_ids(second)
+
+
+def test_it_judges_again_once_a_cooldown_has_ended() -> None:
+    s = snap(plan("s1", cooldown_until=later(60)))
+    candidates = [concrete("s1")]
+    assert reasons(resolve(s, "auto/thrifty", candidates, NOW)) == [("s1", Reason.COOLING_DOWN)]
+    assert pool_ids(resolve(s, "auto/thrifty", candidates, later(60))) == [("m1", 0, ("s1",))]
+
+
+def test_it_stops_storing_verdicts_at_its_cap_and_still_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    resolve_module = importlib.import_module("ladder.domain.resolve")  # the package re-exports resolve()
+
+    monkeypatch.setattr(resolve_module, "MEMO_MAX_VERDICTS", 3)
+    s = snap(plan("s1"), key("k1"))
+    # A gateway may send any model names and connection ids: the memo must not grow with them.
+    candidates = [logical(["s1", "k1", f"ghost-{i}"], model=f"model-{i}") for i in range(20)]
+    resolution = resolve(s, "auto/thrifty", candidates, NOW)
+    memo = s.memo[("verdicts", "thrifty")]
+    assert memo.stored == 3
+    assert len(memo.by_model) <= 3
+    assert [x.connection_id for x in resolution.excluded] == [f"ghost-{i}" for i in range(20)]
+    assert resolution_equal(resolve(s, "auto/thrifty", candidates, NOW), resolution)
+
+
+def resolution_equal(a: Resolution, b: Resolution) -> bool:
+    return (a.pool, a.excluded, a.empty, a.refresh) == (b.pool, b.excluded, b.empty, b.refresh)
