@@ -41,12 +41,17 @@ INPUT_TIME = {
     "description": "ISO 8601 with a zone (Z or an offset); a time without a zone is refused",
     "examples": ["2026-08-22T12:00:00Z"],
 }
-NAME = {"type": "string", "minLength": 1}
+# The API refuses a blank string wherever it needs a name or an id: it needs one character that
+# str.strip() keeps. Those whitespace characters are listed one by one (none lies above U+3000): regex
+# engines disagree on what \s covers (Python's takes U+001C..U+001F, ECMA-262's U+FEFF).
+STRIPPED = "".join(chr(code) for code in range(0x3001) if chr(code).isspace())
+NOT_BLANK = f"[^{STRIPPED}]"
+NAME = {"type": "string", "minLength": 1, "pattern": NOT_BLANK}
 HEADER_VALUE = {
     "anyOf": [{"type": "string"}, {"type": "number"}, {"type": "array", "items": {"type": "string"}}],
     "description": 'a header value; a list is joined with ", "',
 }
-ID = {"type": "string", "minLength": 1, "maxLength": 200}
+ID = {"type": "string", "minLength": 1, "maxLength": 200, "pattern": NOT_BLANK}
 
 
 def accepted_auto_ids() -> list[str]:
@@ -102,7 +107,7 @@ def _schemas() -> dict[str, Any]:
             {
                 "provider": NAME,
                 "model": NAME,
-                "connection_id": {"type": ["string", "null"], "minLength": 1},
+                "connection_id": {"type": ["string", "null"], "minLength": 1, "pattern": NOT_BLANK},
                 "allowed_connection_ids": {"type": "array", "items": NAME},
             },
             required=["provider", "model"],
@@ -238,7 +243,7 @@ def _schemas() -> dict[str, Any]:
                     "default": {},
                 },
                 "body": {"description": "the upstream body: decoded JSON or text", "default": None},
-                "model": {"type": ["string", "null"], "default": None},
+                "model": {**ID, "type": ["string", "null"], "default": None},
                 "observed_at": {**INPUT_TIME, "description": "absent: the time of receipt"},
             },
             required=["status"],
@@ -349,7 +354,7 @@ ESCALATION_PARAMS = [
         "name": "auto_id",
         "in": "query",
         "required": False,
-        "schema": {"type": "string", "examples": ["auto/thrifty"]},
+        "schema": {"enum": accepted_auto_ids(), "examples": ["auto/thrifty"]},
         "description": "Only this auto id's events",
     },
     {
@@ -423,7 +428,7 @@ def _document() -> dict[str, Any]:
                     "parameters": ESCALATION_PARAMS,
                     "responses": {
                         **_ok("EscalationList", "The events, oldest first"),
-                        **_errors(400, 401, 403, 405, 503),
+                        **_errors(400, 401, 403, 405, 422, 503),
                     },
                 }
             },

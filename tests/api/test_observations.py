@@ -215,5 +215,5 @@ def test_it_refuses_an_observation_time_outside_the_supported_range(
 ) -> None:
     response = gateway.post(URL, {"status": 200, "headers": headers(0.37), "observed_at": observed_at})
 
-    error = assert_error(response, PATH, "post", 400)
+    error = assert_error(response, PATH, "post", 422, code="time_out_of_range")
     assert error["field"] == "observed_at"

@@ -312,7 +312,7 @@ def test_it_refuses_an_occurred_at_outside_the_supported_range(
 ) -> None:
     response = gateway.post(PATH, event(occurred_at=occurred_at))
 
-    error = assert_error(response, PATH, "post", 400)
+    error = assert_error(response, PATH, "post", 422, code="time_out_of_range")
     assert error["field"] == "occurred_at"
     assert not m.UsageEvent.objects.exists()
 
