@@ -77,8 +77,12 @@ class _CachedSnapshot:
 class SnapshotCache:
     """The last snapshot of this process, reused while the state version and budget period hold.
 
-    Only the inputs are cached (DESIGN L12): every resolution is recomputed from them. The version is
-    read before the rows, so a write landing in between makes the next request reload."""
+    Only the inputs are cached (DESIGN L12): every resolution is recomputed from them. Every write
+    bumps the version in the transaction that changes its rows, so a load whose version reads the
+    same before and after its row queries saw one state; a load that a write overtook is tried again
+    (and, after the last try, kept under the earlier version, so that the next request reloads)."""
+
+    LOAD_TRIES = 3
 
     def __init__(self) -> None:
         self._entry: _CachedSnapshot | None = None
@@ -88,7 +92,12 @@ class SnapshotCache:
         entry = self._entry
         if entry is not None and entry.version == version and entry.period_start <= now < entry.period_end:
             return entry.snapshot
-        snapshot = selectors.snapshot_load(now=now)
+        for attempt in range(1, self.LOAD_TRIES + 1):
+            snapshot = selectors.snapshot_load(now=now)
+            after = selectors.state_version_get()
+            if after == version or attempt == self.LOAD_TRIES:
+                break
+            version = after
         start, end = period_bounds(now, snapshot.config.budget_period)
         self._entry = _CachedSnapshot(version, start, end, snapshot)
         return snapshot
