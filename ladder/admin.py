@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet, URLField
 from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -444,6 +445,8 @@ class LadderConfigurationAdmin(VersionBumpingAdmin):
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
         """There is one configuration: go straight to it (created from settings the first time)."""
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied  # before load(), which writes the row the first time
         configuration = LadderConfiguration.load()
         return HttpResponseRedirect(
             reverse("admin:ladder_ladderconfiguration_change", args=[configuration.pk])
@@ -532,7 +535,7 @@ class GatewayTokenAdmin(admin.ModelAdmin):
             "(only its hash is stored).",
         )
 
-    @admin.action(description="Revoke the selected tokens")
+    @admin.action(description="Revoke the selected tokens", permissions=["change"])
     def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[GatewayToken]) -> None:
         ids = list(queryset.values_list("pk", flat=True))
         revoked = gateway_token_revoke(token_ids=ids, now=timezone.now())
