@@ -49,3 +49,14 @@ def decrypt_credential(token: str) -> str:
             "the stored credential cannot be decrypted with LADDER_CREDENTIAL_KEY "
             "(was the key changed without keeping the old one in the list?)"
         ) from exc
+
+
+def rotate_credential(token: str) -> str:
+    """The same credential encrypted with the first key (after a new key was put first in the list)."""
+    cipher = credential_cipher()
+    try:
+        return cipher.rotate(token.encode("ascii")).decode("ascii")
+    except (InvalidToken, UnicodeError) as exc:
+        raise CredentialDecryptionError(
+            "the stored credential cannot be decrypted with any key of LADDER_CREDENTIAL_KEY"
+        ) from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 from argparse import ArgumentParser
 from typing import Any
 
@@ -42,7 +43,7 @@ class Command(BaseCommand):
         label = ",".join(scope for scope in SCOPES if scope in scopes)
         existing = GatewayToken.objects.filter(name=name.strip()).first()
         if existing is not None:
-            if value is None or existing.token_hash != gateway_token_hash(value):
+            if value is None or not hmac.compare_digest(existing.token_hash, gateway_token_hash(value)):
                 raise CommandError(
                     f"a gateway token named {name!r} already exists (revoke or delete it first)"
                 )
