@@ -183,6 +183,7 @@ class Service:
 # Behind the TLS proxy of a deployment every request is HTTPS; say so, so that production
 # settings (secure redirects) answer instead of redirecting.
 HTTPS_HEADERS = {"X-Forwarded-Proto": "https"}
+WORKER_READY = " ready."  # what a Celery worker logs once it consumes from the broker
 
 
 def gunicorn_argv(port: int, *, workers: int = 2, threads: int = 1, log_level: str = "warning") -> list[str]:
@@ -225,23 +226,39 @@ class Processes:
         return service.start()
 
     def web(
-        self, env: Mapping[str, str], *, name: str = "web", workers: int = 2, threads: int = 1
+        self,
+        env: Mapping[str, str],
+        *,
+        name: str = "web",
+        workers: int = 2,
+        threads: int = 1,
+        wait: bool = True,
     ) -> Service:
-        """A gunicorn serving omniroute.wsgi on a free port, answering /healthz when returned."""
+        """A gunicorn serving omniroute.wsgi on a free port, answering /healthz when returned
+        (``wait=False``: at once; call ``wait_http()`` later, e.g. to start several together)."""
         port = free_port()
         service = self.start(name, gunicorn_argv(port, workers=workers, threads=threads), env, port)
-        service.wait_http("/healthz")
+        if wait:
+            service.wait_http("/healthz")
         return service
 
     def worker(
-        self, env: Mapping[str, str], *, name: str = "worker", concurrency: int = 2, pool: str = "prefork"
+        self,
+        env: Mapping[str, str],
+        *,
+        name: str = "worker",
+        concurrency: int = 2,
+        pool: str = "prefork",
+        wait: bool = True,
     ) -> Service:
-        """A Celery worker consuming the env's queue, ready (connected to the broker) when returned."""
+        """A Celery worker consuming the env's queue, ready (connected to the broker) when returned
+        (``wait=False``: at once; call ``wait_log(WORKER_READY)`` later)."""
         hostname = f"{name}-{uuid.uuid4().hex[:6]}@%h"
         service = self.start(
             name, celery_worker_argv(concurrency=concurrency, pool=pool, hostname=hostname), env
         )
-        service.wait_log(" ready.")
+        if wait:
+            service.wait_log(WORKER_READY)
         return service
 
     def beat(self, env: Mapping[str, str], *, name: str = "beat") -> Service:
