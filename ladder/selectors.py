@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 from django.db.models import Count, F, OuterRef, Subquery, Sum
 from django.utils import timezone
@@ -28,13 +28,15 @@ from ladder.domain.types import (
 
 
 def snapshot_load(*, now: datetime | None = None) -> Snapshot:
-    """The whole state a resolution reads. `now` only picks the budget period of the spend."""
+    """The whole state a resolution reads. `now` only picks the budget period of the spend.
+
+    Rows are read as values, not model instances: this runs after every write, over every connection."""
     now = now or timezone.now()
     config = configuration_get().to_domain()
     readings = readings_latest()
     connections = tuple(
-        connection_to_domain(row, readings.get(row.id))
-        for row in m.Connection.objects.order_by("position", "id")
+        connection_from_values(values, readings.get(values[0]))
+        for values in m.Connection.objects.order_by("position", "id").values_list(*CONNECTION_FIELDS)
     )
     start, end = period_bounds(now, config.budget_period)
     return Snapshot(
@@ -72,16 +74,19 @@ def catalog_entries() -> tuple[CatalogEntry, ...]:
 
 
 def model_entries() -> tuple[ModelEntry, ...]:
+    rows = m.ModelCatalogEntry.objects.order_by("position", "id").values_list(
+        "provider", "model", "input_usd_per_mtok", "output_usd_per_mtok", "free", "categories"
+    )
     return tuple(
         ModelEntry(
-            provider=row.provider,
-            model=row.model,
-            input_usd_per_mtok=None if row.input_usd_per_mtok is None else float(row.input_usd_per_mtok),
-            output_usd_per_mtok=None if row.output_usd_per_mtok is None else float(row.output_usd_per_mtok),
-            free=row.free,
-            categories=tuple(row.categories or ()),
+            provider=provider,
+            model=model,
+            input_usd_per_mtok=None if input_usd is None else float(input_usd),
+            output_usd_per_mtok=None if output_usd is None else float(output_usd),
+            free=free,
+            categories=tuple(categories or ()),
         )
-        for row in m.ModelCatalogEntry.objects.order_by("position", "id")
+        for provider, model, input_usd, output_usd, free, categories in rows
     )
 
 
@@ -95,32 +100,75 @@ def readings_latest(*, connection_ids: Collection[str] | None = None) -> dict[st
     connections = m.Connection.objects.all()
     if connection_ids is not None:
         connections = connections.filter(pk__in=list(connection_ids))
-    reading_ids = connections.annotate(latest_id=Subquery(latest_id)).filter(latest_id__isnull=False)
-    rows = list(m.QuotaReading.objects.filter(id__in=reading_ids.values("latest_id")))
+    latest_ids = (
+        connections.annotate(latest_id=Subquery(latest_id))
+        .filter(latest_id__isnull=False)
+        .values("latest_id")
+    )
     windows: dict[int, list[Window]] = defaultdict(list)
-    for window in m.QuotaWindow.objects.filter(reading_id__in=[row.id for row in rows]).order_by(
-        "reading_id", "position", "id"
-    ):
-        windows[window.reading_id].append(
+    window_rows = (
+        m.QuotaWindow.objects.filter(reading_id__in=latest_ids)
+        .order_by("reading_id", "position", "id")
+        .values_list("reading_id", "name", "remaining_pct", "reset_at", "scope_models", "latched")
+    )
+    for reading_id, name, remaining_pct, reset_at, scope_models, latched in window_rows:
+        windows[reading_id].append(
             Window(
-                name=window.name,
-                remaining_pct=window.remaining_pct,
-                reset_at=window.reset_at,
-                scope_models=tuple(window.scope_models or ()),
-                latched=window.latched,
+                name=name,
+                remaining_pct=remaining_pct,
+                reset_at=reset_at,
+                scope_models=tuple(scope_models or ()),
+                latched=latched,
             )
         )
+    reading_rows = m.QuotaReading.objects.filter(id__in=latest_ids).values_list(
+        "id", "connection_id", "fetched_at", "source", "verifiable", "observed_overage", "note"
+    )
     return {
-        row.connection_id: Reading(
-            fetched_at=row.fetched_at,
-            windows=tuple(windows[row.id]),
-            source=cast(Source, row.source),
-            verifiable=row.verifiable,
-            observed_overage=cast(Overage | None, row.observed_overage),
-            note=row.note,
+        connection_id: Reading(
+            fetched_at=fetched_at,
+            windows=tuple(windows[reading_id]),
+            source=cast(Source, source),
+            verifiable=verifiable,
+            observed_overage=cast("Overage | None", observed_overage),
+            note=note,
         )
-        for row in rows
+        for reading_id, connection_id, fetched_at, source, verifiable, observed_overage, note in reading_rows
     }
+
+
+# The fields of a connection that the domain reads, in connection_from_values' order.
+CONNECTION_FIELDS = (
+    "id",
+    "provider",
+    "auth_type",
+    "keyless",
+    "enabled",
+    "disabled_reason",
+    "base_url",
+    "cooldown_until",
+    "overage_override",
+    "models",
+)
+
+
+def connection_from_values(values: tuple[Any, ...], reading: Reading | None) -> Connection:
+    """A row of `values_list(*CONNECTION_FIELDS)` as the domain's connection."""
+    cid, provider, auth_type, keyless, enabled = values[:5]
+    disabled_reason, base_url, cooldown_until, override, models = values[5:]
+    return Connection(
+        id=cid,
+        provider=provider,
+        auth_type=auth_type,
+        keyless=keyless,
+        enabled=enabled,
+        disabled_reason=disabled_reason,
+        base_url=base_url,
+        cooldown_until=cooldown_until,
+        overage_override=cast("Overage | None", override),
+        models=None if models is None else tuple(models),
+        reading=reading,
+    )
 
 
 def connection_to_domain(row: m.Connection, reading: Reading | None) -> Connection:
@@ -133,7 +181,7 @@ def connection_to_domain(row: m.Connection, reading: Reading | None) -> Connecti
         disabled_reason=row.disabled_reason,
         base_url=row.base_url,
         cooldown_until=row.cooldown_until,
-        overage_override=cast(Overage | None, row.overage_override),
+        overage_override=cast("Overage | None", row.overage_override),
         models=None if row.models is None else tuple(row.models),
         reading=reading,
     )
