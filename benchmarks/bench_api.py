@@ -28,26 +28,23 @@ import io
 import json
 import os
 import secrets
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
-from contextlib import ExitStack, suppress
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.statefactory import synthetic_state  # noqa: E402
+from tests.reliability.processes import free_port, gunicorn, postgres_database  # noqa: E402
 
 RESOLVE_PATH = "/api/v1/pools/resolve"
 MODEL = "auto/coding:thrifty"
@@ -83,91 +80,6 @@ def bench_state(now: datetime) -> dict[str, Any]:
     )
     assert (len(state["connections"]), pairs) == (PROVIDERS * CONNECTIONS_PER_PROVIDER, PAIRS), pairs
     return state
-
-
-# --- the server -------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class gunicorn:
-    """One gunicorn in a session of its own; stopped (TERM, then KILL) on exit, whatever happened."""
-
-    def __init__(self, env: dict[str, str], port: int, workers: int, log: Path) -> None:
-        self.env, self.port, self.workers, self.log = env, port, workers, log
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.argv = [
-            sys.executable, "-m", "gunicorn", "omniroute.wsgi",
-            "-w", str(workers), "--threads", "1", "-b", f"127.0.0.1:{port}",
-            "--chdir", str(ROOT), "--log-level", "warning",
-        ]  # fmt: skip
-
-    def __enter__(self) -> gunicorn:
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(
-                self.argv,
-                cwd=ROOT,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                break
-            with suppress(OSError):
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                conn.request("GET", "/healthz")
-                if conn.getresponse().status == 200:
-                    conn.close()
-                    return self
-            time.sleep(0.1)
-        self.stop()
-        tail = self.log.read_text(errors="replace")[-3000:]
-        raise RuntimeError(f"gunicorn did not answer /healthz:\n{tail}")
-
-    def __exit__(self, exc_type: object, *exc: object) -> None:
-        self.stop()
-        if exc_type is not None and self.log.exists():
-            sys.stderr.write(self.log.read_text(errors="replace")[-3000:])
-
-    def stop(self) -> None:
-        proc = self.proc
-        if proc is None or proc.poll() is not None:
-            return
-        with suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
-
-
-class postgres_database:
-    """A fresh PostgreSQL database named after the run, dropped on exit."""
-
-    def __init__(self, main_url: str, name: str) -> None:
-        self.main_url, self.name = main_url, name
-
-    def __enter__(self) -> str:
-        import psycopg
-
-        with psycopg.connect(self.main_url, autocommit=True) as admin:
-            admin.execute(f'CREATE DATABASE "{self.name}"')
-        return urlunparse(urlparse(self.main_url)._replace(path=f"/{self.name}"))
-
-    def __exit__(self, *exc: object) -> None:
-        import psycopg
-
-        with psycopg.connect(self.main_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
 
 
 # --- the load ---------------------------------------------------------------------------------
