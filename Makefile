@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | sha1sum | cut -c1-12)
 
-.PHONY: run test lint typecheck pytest acceptance venv bench-domain bench-refresh bench-api bench-dashboard browsers clean
+.PHONY: run test lint typecheck pytest acceptance check-deploy soak venv bench-domain bench-refresh bench-api bench-dashboard browsers clean
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,7 +25,7 @@ browsers:
 run: $(STAMP)
 	$(PY) manage.py ladder_run --port $(PORT)
 
-test: $(STAMP) browsers lint typecheck pytest acceptance
+test: $(STAMP) browsers lint typecheck check-deploy pytest acceptance
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -33,8 +33,24 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy .
 
+# Django's deployment checklist (and ladder's own deploy checks) under the production profile: a
+# public host name, a fresh strong SECRET_KEY and credential key (docs/DEPLOY.md). Warnings fail.
+check-deploy: $(STAMP)
+	ALLOWED_HOSTS=ladder.example.com CSRF_TRUSTED_ORIGINS=https://ladder.example.com DEBUG=false \
+	SECRET_KEY="$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')" \
+	LADDER_CREDENTIAL_KEY="$$($(PY) -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')" \
+	$(PY) manage.py check --deploy --fail-level WARNING
+
 pytest: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The long profiles of the reliability suite (docs/RELIABILITY.md), never part of `make test`: every
+# property at 10,000+ examples (HYPOTHESIS_PROFILE=nightly), schemathesis at 1,000 per operation, a
+# 10-minute load run. On PostgreSQL: DATABASE_URL=postgres://postgres@127.0.0.1:5432/test make soak
+soak: $(STAMP)
+	HYPOTHESIS_PROFILE=nightly LADDER_LOAD_S=$${LADDER_LOAD_S:-600} $(PY) -m pytest \
+	  tests/domain/test_properties.py tests/reliability/test_invariants.py \
+	  tests/reliability/test_api_fuzz.py tests/reliability/test_load.py $(PYTEST_ARGS)
 
 acceptance: $(STAMP)
 	$(PY) ../shared/acceptance/check.py

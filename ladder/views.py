@@ -24,6 +24,7 @@ from django_htmx.middleware import HtmxDetails
 
 from ladder import dashboard_selectors as ds
 from ladder.domain.types import BILLINGS, OVERAGES
+from ladder.login_throttle import ThrottledAuthenticationForm, throttled_answer
 from ladder.models import BillingCatalogEntry, Connection, catalog_key_label
 from ladder.services.catalog import EDITABLE_FIELDS, catalog_entry_create, catalog_entry_update
 from ladder.services.refresh import refresh_connections_run
@@ -74,6 +75,12 @@ def require_catalog_editor(request: HttpRequest, *, add: bool = False) -> None:
 class DashboardLoginView(LoginView):
     template_name = "ladder/login.html"
     redirect_authenticated_user = True
+    authentication_form = ThrottledAuthenticationForm
+
+    def form_invalid(self, form: Any) -> HttpResponse:
+        response = super().form_invalid(form)
+        throttled_answer(response, form)
+        return response
 
     def get_default_redirect_url(self) -> str:
         return reverse("ladder:overview")
@@ -106,6 +113,21 @@ def pool_preview(request: HtmxHttpRequest) -> HttpResponse:
     preview = ds.preview_build(auto_id=auto_id, now=timezone.now())
     template = "ladder/pool_preview.html#pool" if request.htmx else "ladder/pool_preview.html"
     return render(request, template, {"preview": preview}, status=400 if preview.error else 200)
+
+
+# --- escalation log ---------------------------------------------------------------------------
+
+
+@dashboard_login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def escalations(request: HtmxHttpRequest) -> HttpResponse:
+    """The escalation log as a timeline, newest first (what GET /api/v1/escalations lists)."""
+    auto_id = (request.GET.get("model") or "").strip()
+    timeline = ds.timeline_build(now=timezone.now(), auto_id=auto_id)
+    context = {"timeline": timeline, "poll_ms": poll_interval_ms()}
+    template = "ladder/escalations.html#timeline" if request.htmx else "ladder/escalations.html"
+    return render(request, template, context, status=400 if timeline.error else 200)
 
 
 # --- connection page --------------------------------------------------------------------------
