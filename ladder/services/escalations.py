@@ -14,7 +14,10 @@ moves by compare-and-set (a conditional ``UPDATE … WHERE rung = <what we read>
 style), so two processes never log one change twice. When Redis is down every resolution takes that
 path. Redis keys expire ``LADDER_ESCALATION_RECHECK_S`` after the last change, so that after an
 outage (when only the database followed the changes) Redis lags the database for that long at most.
-A failure here is logged and never fails the resolution.
+A failure here is logged and never fails the resolution. Like the hot readings, the Redis keys
+assume one database per ``LADDER_HOTSTATE_PREFIX``: a server whose database is replaced under a
+running Redis (tests that flush tables) needs a prefix of its own, else a stale key can hide the
+first change after the flush.
 """
 
 from __future__ import annotations
