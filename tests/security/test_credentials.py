@@ -195,3 +195,23 @@ def test_the_filter_is_on_every_handler_settings_install() -> None:
     handlers = [handler for handler in logging.getLogger().handlers if handler.name == "console"]
     assert handlers
     assert all(any(isinstance(f, SecretRedactingFilter) for f in handler.filters) for handler in handlers)
+
+
+def test_celery_workers_own_log_handlers_get_the_filter() -> None:
+    """A Celery worker replaces the root logger's handlers with its own at start-up (setup_logging)."""
+    from celery.signals import after_setup_logger
+
+    stream = io.StringIO()
+    logger = logging.getLogger("tests.security.celery-worker")
+    logger.propagate = False
+    handler = logging.StreamHandler(stream)
+    logger.addHandler(handler)
+    try:
+        after_setup_logger.send(
+            sender=None, logger=logger, loglevel=logging.INFO, logfile=None, format="", colorize=False
+        )
+        logger.warning("poll failed: Authorization: Bearer %s", CREDENTIAL)
+    finally:
+        logger.removeHandler(handler)
+    assert "[redacted]" in stream.getvalue()
+    assert_no_credential(stream.getvalue(), "a Celery worker's log")
