@@ -30,6 +30,7 @@ urlpatterns = [
     path("login/", dashboard.DashboardLoginView.as_view(), name="login"),
     path("logout/", dashboard.DashboardLogoutView.as_view(), name="logout"),
     path("pool/", dashboard.pool_preview, name="pool_preview"),
+    path("escalations/", dashboard.escalations, name="escalations_page"),
     path("connections/<str:connection_id>/", dashboard.connection_detail, name="connection_page"),
     path(
         "connections/<str:connection_id>/refresh", dashboard.connection_refresh_now, name="connection_refresh"
