@@ -8,14 +8,19 @@ process, Redis server and proxy it started is gone when it ends.
   DATABASE_URL names PostgreSQL, dropped after the test).
 - ``ladder_env``: the processes' environment for that database and Redis, database migrated.
 - ``db_proxy``: a ``TcpProxy`` in front of the test's PostgreSQL server (PostgreSQL runs only).
+- ``stack``: ``ladder_env``, ``database``, ``processes`` and the fake upstream (``upstream``,
+  ``control`` of tests/conftest.py) in one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 
 # The API tests' in-process fixtures (a JSON client with a token, a frozen API clock, refresh
 # requests recorded instead of queued) for the clock-edge tests; the last two are autouse there.
@@ -70,3 +75,23 @@ def db_proxy(database: Database) -> Iterator[TcpProxy]:
         pytest.skip("the TCP proxy stands in front of PostgreSQL; this run uses SQLite")
     with TcpProxy(*database.target()) as proxy:
         yield proxy
+
+
+@dataclass(frozen=True)
+class Stack:
+    env: dict[str, str]
+    database: Database
+    processes: Processes
+    upstream: FakeUpstream
+    control: FakeUpstreamControl
+
+
+@pytest.fixture
+def stack(
+    ladder_env: dict[str, str],
+    database: Database,
+    processes: Processes,
+    upstream: FakeUpstream,
+    control: FakeUpstreamControl,
+) -> Stack:
+    return Stack(ladder_env, database, processes, upstream, control)

@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from tests.reliability.conftest import AUTH, TOKEN_SPEC
-from tests.reliability.processes import Database, Processes, TcpProxy, seed, wait_until
+from tests.reliability.processes import Database, Processes, TcpProxy, postgres_requested, seed, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -109,6 +109,9 @@ def post_in_thread(web: httpx.Client, path: str, body: Any) -> tuple[threading.T
     return thread, answers
 
 
+@pytest.mark.skipif(
+    not postgres_requested(), reason="the TCP proxy stands in front of PostgreSQL; this run uses SQLite"
+)
 def test_it_answers_503_and_writes_nothing_half_when_postgresql_goes_away(
     ladder_env: dict[str, str], database: Database, db_proxy: TcpProxy, processes: Processes
 ) -> None:
@@ -196,11 +199,13 @@ def test_it_answers_503_and_writes_nothing_half_when_postgresql_goes_away(
     )
 
 
+@pytest.mark.skipif(
+    postgres_requested(), reason="SQLite's file locks; this run uses PostgreSQL (see the proxy test)"
+)
 def test_it_answers_503_and_writes_nothing_half_when_sqlite_is_locked(
     ladder_env: dict[str, str], database: Database, processes: Processes
 ) -> None:
-    if database.sqlite_path is None:
-        pytest.skip("SQLite's file locks; this run uses PostgreSQL (see the proxy test)")
+    assert database.sqlite_path is not None
     seed(ladder_env, SPEC)
     web_process = processes.web({**ladder_env, "SQLITE_TIMEOUT_S": "1"})
     web = httpx.Client(base_url=web_process.url(), headers=AUTH, timeout=30)

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
-from tests.reliability.processes import Database, Processes, seed, wait_until
+from tests.reliability.conftest import Stack
+from tests.reliability.processes import Database, seed, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -60,14 +60,9 @@ def outcome(database: Database, cid: str) -> dict[str, Any]:
     }
 
 
-def test_it_classifies_each_upstream_fault_and_keeps_the_batch_going(
-    ladder_env: dict[str, str],
-    database: Database,
-    processes: Processes,
-    upstream: FakeUpstream,
-    control: FakeUpstreamControl,
-) -> None:
-    env = {**ladder_env, "LADDER_REFRESH_BEAT_S": "1"}
+def test_it_classifies_each_upstream_fault_and_keeps_the_batch_going(stack: Stack) -> None:
+    database, processes, upstream, control = stack.database, stack.processes, stack.upstream, stack.control
+    env = {**stack.env, "LADDER_REFRESH_BEAT_S": "1"}
     seed(
         env,
         {

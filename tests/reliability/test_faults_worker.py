@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
-from tests.reliability.processes import Database, Processes, seed, wait_until
+from tests.reliability.conftest import Stack
+from tests.reliability.processes import Database, seed, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -33,14 +33,11 @@ def claimed_until(database: Database) -> datetime | None:
 
 
 def test_it_claims_a_killed_workers_connection_again_after_the_lease_and_stores_one_reading(
-    ladder_env: dict[str, str],
-    database: Database,
-    processes: Processes,
-    upstream: FakeUpstream,
-    control: FakeUpstreamControl,
+    stack: Stack,
 ) -> None:
+    database, processes, upstream, control = stack.database, stack.processes, stack.upstream, stack.control
     env = {
-        **ladder_env,
+        **stack.env,
         "LADDER_REFRESH_BEAT_S": "1",
         "LADDER_REFRESH_TIME_LIMIT_S": str(LEASE_S),
         "LADDER_REFRESH_SOFT_TIME_LIMIT_S": str(LEASE_S - 1),

@@ -27,12 +27,11 @@ from typing import Any
 import httpx
 import pytest
 
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
-from tests.reliability.conftest import AUTH, TOKEN_SPEC
+from ladder.fakeupstream import FakeUpstream
+from tests.reliability.conftest import AUTH, TOKEN_SPEC, Stack
 from tests.reliability.processes import (
     WORKER_READY,
     Database,
-    Processes,
     postgres_requested,
     seed,
     wait_until,
@@ -131,14 +130,9 @@ def state_version(database: Database) -> int:
     return int(database.scalar("SELECT value FROM ladder_stateversion WHERE id = 1"))
 
 
-def test_it_agrees_across_two_web_processes_and_two_workers(
-    ladder_env: dict[str, str],
-    database: Database,
-    processes: Processes,
-    upstream: FakeUpstream,
-    control: FakeUpstreamControl,
-) -> None:
-    env = {**ladder_env, "LADDER_REFRESH_BEAT_S": "1"}
+def test_it_agrees_across_two_web_processes_and_two_workers(stack: Stack) -> None:
+    database, processes, upstream, control = stack.database, stack.processes, stack.upstream, stack.control
+    env = {**stack.env, "LADDER_REFRESH_BEAT_S": "1"}
     seed(env, spec(upstream))
     control.set_remaining("zai-glm", 60)
     control.slow(POLL_DELAY_MS, kind="zai-glm")
