@@ -104,6 +104,7 @@ def dashboard_pages(rows: Rows) -> Iterator[tuple[str, dict[str, str]]]:
         connection_url,
         reverse("ladder:catalog"),
         reverse("ladder:catalog_entry", args=[entry.pk]),  # type: ignore[attr-defined]
+        reverse("ladder:escalations_page"),
     ):
         yield url, {}
     yield reverse("ladder:overview"), htmx

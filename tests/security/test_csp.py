@@ -102,7 +102,7 @@ def test_every_dashboard_page_renders_without_inline_code(superuser_client: Clie
         assert content_type.startswith("text/html")
         assert inline_code(body) == [], (url, inline_code(body))
         seen += 1
-    assert seen == 9
+    assert seen == 10
 
 
 def test_the_login_pages_render_without_inline_code(client: Client) -> None:
