@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -19,6 +22,19 @@ def envint(name: str, default: str) -> int:
 
 def envlist(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.getenv(name, default).split(",") if item.strip()]
+
+
+def envnetworks(name: str) -> list[str] | None:
+    """CIDRs ("10.0.0.0/8,::1/128"), each checked at startup; None when the variable is not set."""
+    if name not in os.environ:
+        return None
+    networks = envlist(name, "")
+    for cidr in networks:
+        try:
+            ipaddress.ip_network(cidr, strict=False)
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+    return networks
 
 
 def database_from_url(url: str) -> dict[str, object]:
@@ -55,13 +71,78 @@ def sqlite_database(name: str) -> dict[str, object]:
     }
 
 
-SECRET_KEY = os.getenv("SECRET_KEY", "dev-only-insecure-secret-key-change-me")
 DEBUG = envbool("DEBUG", "false")
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "")
 
+# --- Production profile (docs/DEPLOY.md) ---
+# A server that answers for any host name other than this machine's loopback names is a production
+# server: it cannot be reached by name without ALLOWED_HOSTS, so no deployment can forget to say so.
+# There the defaults below are the safe ones and a missing or weak SECRET_KEY stops every process
+# instead of signing sessions with a published key. `make run`, the tests and the benchmarks answer
+# for loopback names only and keep plain HTTP.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]", "testserver")
+LADDER_PRODUCTION = any(host not in LOOPBACK_HOSTS for host in ALLOWED_HOSTS)
+_PROD = "true" if LADDER_PRODUCTION else "false"
+
+DEV_SECRET_KEY = "django-insecure-development-only-never-in-production"
+SECRET_KEY_MIN_LENGTH = 50  # the strength Django's check --deploy asks for (security.W009)
+SECRET_KEY_MIN_UNIQUE_CHARACTERS = 5
+
+
+def secret_key_problem(key: str) -> str | None:
+    if len(key) < SECRET_KEY_MIN_LENGTH:
+        return f"it has {len(key)} characters, at least {SECRET_KEY_MIN_LENGTH} are needed"
+    if len(set(key)) < SECRET_KEY_MIN_UNIQUE_CHARACTERS:
+        return f"it has fewer than {SECRET_KEY_MIN_UNIQUE_CHARACTERS} distinct characters"
+    if key.startswith("django-insecure-"):
+        return "it starts with 'django-insecure-'"
+    return None
+
+
+SECRET_KEY = os.getenv("SECRET_KEY", "") or ("" if LADDER_PRODUCTION else DEV_SECRET_KEY)
+# Old keys, still accepted to verify sessions and signatures while a new SECRET_KEY rolls out.
+SECRET_KEY_FALLBACKS = envlist("SECRET_KEY_FALLBACKS", "")
+if LADDER_PRODUCTION:
+    _named_keys = [("SECRET_KEY", SECRET_KEY), *(("SECRET_KEY_FALLBACKS", k) for k in SECRET_KEY_FALLBACKS)]
+    for _name, _key in _named_keys:
+        if _problem := secret_key_problem(_key):
+            _hosts = ", ".join(host for host in ALLOWED_HOSTS if host not in LOOPBACK_HOSTS)
+            raise ImproperlyConfigured(
+                f"{_name} is not strong enough for production ({_problem}; ALLOWED_HOSTS names {_hosts}). "
+                "Generate one with: python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+            )
+
+# TLS ends at the proxy, which must overwrite X-Forwarded-Proto on every request it forwards.
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https") if envbool("SECURE_PROXY_SSL_HEADER", _PROD) else None
+)
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", _PROD)
+# Probes and scrapers that talk to a web process directly, over plain HTTP (paths without the "/").
+SECURE_REDIRECT_EXEMPT = envlist("SECURE_REDIRECT_EXEMPT", r"^healthz$,^readyz$,^metrics$")
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", "31536000" if LADDER_PRODUCTION else "0")
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", _PROD)
+# Preloading puts the registrable domain on the browsers' built-in list, months to undo: a decision
+# for the domain's owner, not a default. Declining it is not a defect, so its reminder is silenced.
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", "false")
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", _PROD)
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", _PROD)
+# Flash messages stay on the server: the admin shows a new gateway token once, in a message, and
+# the default cookie storage would carry it in a (signed, not encrypted) cookie.
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
+
+# Login throttling (ladder.login_throttle): failed logins counted per user name and per client
+# address in the cache; past either limit within the window, attempts are refused (429) unchecked.
+LADDER_LOGIN_FAILURES_PER_USERNAME = envint("LADDER_LOGIN_FAILURES_PER_USERNAME", "5")
+LADDER_LOGIN_FAILURES_PER_ADDRESS = envint("LADDER_LOGIN_FAILURES_PER_ADDRESS", "20")
+LADDER_LOGIN_WINDOW_S = envint("LADDER_LOGIN_WINDOW_S", "900")
+# How many proxies in front of the web processes append to X-Forwarded-For (0: REMOTE_ADDR is the
+# client). With one nginx, 1: the address nginx saw is the client's, whatever the client sent.
+LADDER_TRUSTED_PROXY_HOPS = envint("LADDER_TRUSTED_PROXY_HOPS", "1" if LADDER_PRODUCTION else "0")
+
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "ladder.admin_apps.LadderAdminConfig",  # django.contrib.admin; its login throttles failures
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -75,6 +156,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "ladder.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -162,11 +244,21 @@ LADDER_DEFAULTS = {
 # Base URL override for every provider adapter (the local fake upstream in tests and the demo).
 LADDER_UPSTREAM_BASE_URL = os.getenv("LADDER_UPSTREAM_BASE_URL", "")
 
+# /metrics (ladder.metrics): with LADDER_METRICS_TOKEN set, scrapes send it as a bearer token; with
+# LADDER_METRICS_ALLOWED_NETWORKS set (CIDRs, empty: any address), they come from those networks.
+# Neither set: loopback only. A token without networks: any address with the token.
+LADDER_METRICS_TOKEN = os.getenv("LADDER_METRICS_TOKEN", "")
+LADDER_METRICS_ALLOWED_NETWORKS = envnetworks("LADDER_METRICS_ALLOWED_NETWORKS")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # Secrets blanked in every line written, whoever logs it (response headers at DEBUG included).
+    "filters": {"redact_secrets": {"()": "ladder.logredact.SecretRedactingFilter"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_secrets"]}
+    },
     "root": {"handlers": ["console"], "level": os.getenv("LOG_LEVEL", "INFO")},
 }
 
