@@ -49,6 +49,16 @@ SPEC: dict[str, Any] = {
 }
 
 
+HOLD_LOCK = 6006
+HOLD_TRIGGERS = f"""
+CREATE FUNCTION test_hold() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN PERFORM pg_advisory_xact_lock({HOLD_LOCK}); RETURN NULL; END $$;
+CREATE TRIGGER test_hold AFTER INSERT ON ladder_usageevent FOR EACH STATEMENT EXECUTE FUNCTION test_hold();
+CREATE TRIGGER test_hold AFTER INSERT ON ladder_failureevent FOR EACH STATEMENT EXECUTE FUNCTION test_hold();
+"""
+DROP_HOLD_TRIGGERS = "DROP FUNCTION test_hold() CASCADE"
+
+
 def usage_batch(prefix: str) -> dict[str, Any]:
     return {
         "events": [
@@ -102,6 +112,12 @@ def state_of(database: Database) -> dict[str, Any]:
     }
 
 
+def premium_spent(web: httpx.Client) -> Decimal:
+    answer = web.get("/api/v1/connections")
+    assert answer.status_code == 200, answer.text
+    return Decimal(str(answer.json()["budgets"]["premium"]["spent_usd"]))
+
+
 def post_in_thread(web: httpx.Client, path: str, body: Any) -> tuple[threading.Thread, list[httpx.Response]]:
     answers: list[httpx.Response] = []
     thread = threading.Thread(target=lambda: answers.append(web.post(path, json=body)), daemon=True)
@@ -122,11 +138,13 @@ def test_it_answers_503_and_writes_nothing_half_when_postgresql_goes_away(
     assert before.status_code == 200, before.text
     empty = state_of(database)
 
-    # Mid-write: the test holds the state-version row, so each write blocks inside its transaction
-    # (the usage rows or the failure's reading already inserted); then the connections drop.
+    # Mid-write: a trigger makes each write wait, inside its transaction, once its last row is in
+    # (the 10 usage rows; the failure's latched reading, cooldown and event), on a lock the test
+    # holds; then every connection drops.
+    with database.connect() as direct:
+        direct.execute(HOLD_TRIGGERS)
     holder = database.connect()
-    holder.execute("BEGIN")
-    holder.execute("SELECT value FROM ladder_stateversion WHERE id = 1 FOR UPDATE")
+    holder.execute("SELECT pg_advisory_lock(%s)", (HOLD_LOCK,))
     usage_thread, usage_answer = post_in_thread(web, "/api/v1/usage", usage_batch("cut"))
     failure_thread, failure_answer = post_in_thread(
         web, "/api/v1/connections/plan/failures", exhaustion_report()
@@ -143,13 +161,14 @@ def test_it_answers_503_and_writes_nothing_half_when_postgresql_goes_away(
     usage_thread.join(timeout=30)
     failure_thread.join(timeout=30)
     cut_answer_s = time.monotonic() - paused
-    holder.execute("ROLLBACK")
-    holder.close()
+    holder.close()  # the lock goes with the session
     retry_after_s = assert_unavailable(usage_answer[0])
     assert_unavailable(failure_answer[0])
     # The cut sessions end without a COMMIT: PostgreSQL rolls each one back whole.
     wait_until(lambda: database.scalar(waiting_sql) == 0, timeout_s=20, what="the cut sessions to end")
     assert state_of(database) == empty
+    with database.connect() as direct:
+        direct.execute(DROP_HOLD_TRIGGERS)
 
     # Gone: every API call is a clear 503; the process itself still answers.
     started = time.monotonic()
@@ -181,6 +200,7 @@ def test_it_answers_503_and_writes_nothing_half_when_postgresql_goes_away(
         == (before.json()["pool"])
     )
     wait_until(lambda: web.get("/readyz").status_code == 200, timeout_s=10, what="readyz 200")
+    assert premium_spent(web) == 0  # whatever keeps the budgets, nothing of the cut batch reached it
     for prefix in ("cut", "while-down"):
         assert web.post("/api/v1/usage", json=usage_batch(prefix)).status_code == 200
     assert web.post("/api/v1/connections/plan/failures", json=exhaustion_report()).json()[
@@ -189,6 +209,7 @@ def test_it_answers_503_and_writes_nothing_half_when_postgresql_goes_away(
     after = state_of(database)
     assert after["usage"] == 20
     assert after["spend"] == 2 * sum(map(Decimal, COSTS))
+    assert premium_spent(web) == 2 * sum(map(Decimal, COSTS))
     assert after["failures"] == 1
     assert after["plan_readings"] == 2  # the failure's latched copy of the latest reading
     assert after["plan"][0][0] is not None  # cooling down
