@@ -31,7 +31,6 @@ from ladder.domain import (
     AutoIdError,
     advertised_auto_ids,
     parse_auto_id,
-    period_bounds,
     resolution_to_dict,
     resolve,
     rung_budgets,
@@ -69,13 +68,12 @@ def current_time() -> datetime:
 @dataclass(frozen=True)
 class _CachedSnapshot:
     version: int
-    period_start: datetime
-    period_end: datetime
     snapshot: Snapshot
 
 
 class SnapshotCache:
-    """The last snapshot of this process, reused while the state version and budget period hold.
+    """The last snapshot of this process, reused while the state version holds, with the spend of the
+    current budget period read at every call (usage reports change spend, not the state version).
 
     Only the inputs are cached (DESIGN L12): every resolution is recomputed from them. Every write
     bumps the version in the transaction that changes its rows, so a load whose version reads the
@@ -90,16 +88,20 @@ class SnapshotCache:
     def get(self, now: datetime) -> Snapshot:
         version = selectors.state_version_get()
         entry = self._entry
-        if entry is not None and entry.version == version and entry.period_start <= now < entry.period_end:
-            return entry.snapshot
+        if entry is not None and entry.version == version:
+            snapshot = entry.snapshot
+            spend = selectors.spend_usd(period=snapshot.config.budget_period, now=now)
+            if spend != snapshot.spend_usd:
+                snapshot = snapshot.with_spend(spend)  # shares what the snapshot derived so far
+                self._entry = _CachedSnapshot(version, snapshot)
+            return snapshot
         for attempt in range(1, self.LOAD_TRIES + 1):
             snapshot = selectors.snapshot_load(now=now)
             after = selectors.state_version_get()
             if after == version or attempt == self.LOAD_TRIES:
                 break
             version = after
-        start, end = period_bounds(now, snapshot.config.budget_period)
-        self._entry = _CachedSnapshot(version, start, end, snapshot)
+        self._entry = _CachedSnapshot(version, snapshot)
         return snapshot
 
     def clear(self) -> None:

@@ -369,6 +369,35 @@ class UsageEvent(models.Model):
         return self.request_id
 
 
+class RungSpend(models.Model):
+    """Spend of one budget rung in one budget period: the sum of that period's usage events, kept as a
+    counter so that a resolution reads its budgets in one small query whatever the volume of usage.
+
+    Both period kinds are kept for every event (a day's and a month's counter), so that changing
+    `budget_period` takes effect at once. The usage service adds to the counters in the transaction
+    that inserts the events, with `UPDATE … SET spent_usd = spent_usd + x` (no lost update); the
+    rare writes that change past events (imports, the admin) rebuild the periods they touch from the
+    events (services.spend)."""
+
+    period = models.CharField(max_length=8, choices=[("day", "day"), ("month", "month")])
+    period_start = models.DateTimeField()
+    rung = models.CharField(max_length=16, choices=BUDGET_RUNG_CHOICES)
+    spent_usd = models.DecimalField(max_digits=20, decimal_places=6, default=Decimal(0))
+
+    class Meta:
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.UniqueConstraint(fields=["period", "period_start", "rung"], name="rung_spend_unique"),
+            models.CheckConstraint(
+                condition=Q(rung__in=BUDGET_RUNGS),
+                name="rung_spend_rung_valid",
+                violation_error_message=f"rung must be one of: {', '.join(BUDGET_RUNGS)}.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rung} {self.period} of {self.period_start:%Y-%m-%d}: ${self.spent_usd}"
+
+
 class LadderConfiguration(models.Model):
     """The one ladder configuration (DESIGN §3): pk is always 1."""
 

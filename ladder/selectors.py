@@ -7,7 +7,7 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Any, cast
 
-from django.db.models import Count, F, OuterRef, Subquery, Sum
+from django.db.models import Count, F, OuterRef, Subquery
 from django.utils import timezone
 
 from ladder import models as m
@@ -16,6 +16,7 @@ from ladder.domain.budgets import period_bounds
 from ladder.domain.types import (
     BUDGET_RUNGS,
     Billing,
+    BudgetPeriod,
     CatalogEntry,
     Connection,
     ModelEntry,
@@ -38,13 +39,12 @@ def snapshot_load(*, now: datetime | None = None) -> Snapshot:
         connection_from_values(values, readings.get(values[0]))
         for values in m.Connection.objects.order_by("position", "id").values_list(*CONNECTION_FIELDS)
     )
-    start, end = period_bounds(now, config.budget_period)
     return Snapshot(
         config=config,
         billing_catalog=catalog_entries(),
         models=model_entries(),
         connections=connections,
-        spend_usd=spend_usd(start=start, end=end),
+        spend_usd=spend_usd(period=config.budget_period, now=now),
     )
 
 
@@ -187,17 +187,14 @@ def connection_to_domain(row: m.Connection, reading: Reading | None) -> Connecti
     )
 
 
-def spend_usd(*, start: datetime, end: datetime) -> dict[str, float]:
-    """USD spent per budget rung by usage events in [start, end); every budget rung present ($0 when none)."""
-    totals = (
-        m.UsageEvent.objects.filter(budget_rung__isnull=False, occurred_at__gte=start, occurred_at__lt=end)
-        .values("budget_rung")
-        .annotate(total=Sum("cost_usd"))
-        .order_by()
-    )
+def spend_usd(*, period: BudgetPeriod, now: datetime) -> dict[str, float]:
+    """USD spent per budget rung in the budget period containing now; every budget rung present ($0 when
+    none). One query on the spend counters (services.spend), whatever the volume of usage."""
+    start, _ = period_bounds(now, period)
     spend = dict.fromkeys(BUDGET_RUNGS, 0.0)
-    for row in totals:
-        spend[row["budget_rung"]] = float(row["total"] or 0)
+    counters = m.RungSpend.objects.filter(period=period, period_start=start).values_list("rung", "spent_usd")
+    for rung, spent in counters:
+        spend[rung] = float(spent)
     return spend
 
 

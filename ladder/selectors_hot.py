@@ -13,7 +13,6 @@ from datetime import datetime
 from django.utils import timezone
 
 from ladder import models as m
-from ladder.domain.budgets import period_bounds
 from ladder.domain.types import Snapshot
 from ladder.selectors import (
     catalog_entries,
@@ -30,11 +29,10 @@ def snapshot_load_hot(*, now: datetime | None = None) -> Snapshot:
     config = configuration_get().to_domain()
     rows = list(m.Connection.objects.order_by("position", "id"))
     readings = readings_latest_hot(connection_ids=[row.id for row in rows])
-    start, end = period_bounds(now, config.budget_period)
     return Snapshot(
         config=config,
         billing_catalog=catalog_entries(),
         models=model_entries(),
         connections=tuple(connection_to_domain(row, readings.get(row.id)) for row in rows),
-        spend_usd=spend_usd(start=start, end=end),
+        spend_usd=spend_usd(period=config.budget_period, now=now),
     )

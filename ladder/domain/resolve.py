@@ -81,6 +81,7 @@ class VerdictMemo:
 
     first: datetime
     since: datetime
+    gates: tuple[object, ...] = ()  # the budgets' state the verdicts were judged with (_budget_gates)
     until: datetime | None = None  # None: not looked up yet (see `expires`)
     expires: bool = True  # False: no moment lies ahead of `first`
     # (candidate model, tier rung) → connection id → verdict: the hot path's one lookup per pair.
@@ -95,22 +96,36 @@ class VerdictMemo:
         return self.stored < MEMO_MAX_VERDICTS
 
 
-def verdict_memo(snapshot: Snapshot, grouping: Grouping, now: datetime) -> VerdictMemo:
-    """The snapshot's memo for this grouping that holds at now (a new one when it does not)."""
+def verdict_memo(
+    snapshot: Snapshot, grouping: Grouping, now: datetime, budgets: dict[Rung, RungBudget]
+) -> VerdictMemo:
+    """The snapshot's memo for this grouping that holds at now and for these budgets (a new one when
+    it does not)."""
     key = ("verdicts", grouping)
+    gates = _budget_gates(budgets) if grouping == "thrifty" else ()
     memo = snapshot.memo.get(key)
-    if isinstance(memo, VerdictMemo):
+    if isinstance(memo, VerdictMemo) and memo.gates == gates:
         if now < memo.since:
-            return VerdictMemo(first=now, since=now)  # an earlier clock: judged apart, not stored
+            return VerdictMemo(first=now, since=now, gates=gates)  # an earlier clock: judged apart
         if memo.until is None and memo.expires:
             memo.until = _next_moment(snapshot, memo.first)
             memo.expires = memo.until is not None
         if not memo.expires or (memo.until is not None and now < memo.until):
             memo.since = now
             return memo
-    memo = VerdictMemo(first=now, since=now)
+    memo = VerdictMemo(first=now, since=now, gates=gates)
     snapshot.memo[key] = memo
     return memo
+
+
+def _budget_gates(budgets: dict[Rung, RungBudget]) -> tuple[object, ...]:
+    """What thrifty verdicts read of the budgets: each gated rung's budget, and the spend only once it
+    is exhausted (the spend of an open budget changes no verdict, so reports do not void the memo)."""
+    return tuple(
+        (rung, budget.budget_usd, budget.spent_usd if budget.exhausted else None)
+        for rung, budget in budgets.items()
+        if budget.budget_usd is not None
+    )
 
 
 def _next_moment(snapshot: Snapshot, after: datetime) -> datetime | None:
@@ -435,7 +450,7 @@ def resolve(
     if candidates is None:
         candidates = _catalog_candidates_memo(snapshot, auto.category)
     budgets = rung_budgets(config, snapshot.spend_usd, now)
-    memo = verdict_memo(snapshot, grouping, now)
+    memo = verdict_memo(snapshot, grouping, now, budgets)
     by_model = memo.by_model
     models_by_key = snapshot.models_by_key
 

@@ -184,6 +184,13 @@ class Snapshot:
         default_factory=dict, init=False, compare=False, repr=False, hash=False
     )
 
+    def with_spend(self, spend_usd: Mapping[str, float]) -> Snapshot:
+        """The same inputs with other spend. The memo is shared: what it holds is derived from the
+        other inputs, or (pair verdicts) kept apart by the budgets' state (ladder.domain.resolve)."""
+        other = Snapshot(self.config, self.billing_catalog, self.models, self.connections, spend_usd)
+        object.__setattr__(other, "memo", self.memo)
+        return other
+
     @cached_property
     def connections_by_id(self) -> dict[str, Connection]:
         return {c.id: c for c in self.connections}

@@ -1,9 +1,10 @@
 """Usage reports: each event counted once (idempotent by request_id) toward the rung of its
 (connection, model) pair, priced from the model catalog when the gateway sends no cost.
 
-Spend is never a counter: every event is a row and budgets sum the rows of the period (selectors),
-so concurrent reports cannot lose an update. Two reports racing on one request_id meet the unique
-constraint; the loser replays.
+Every event is a row (the truth), and its budget cost is added to its periods' spend counters in the
+same transaction with a conditional UPDATE (services.spend), so concurrent reports cannot lose an
+update. A report does not bump the state version: spend is read apart from the cached snapshot.
+Two reports racing on one request_id meet the unique constraint; the loser replays.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from django.db import IntegrityError, transaction
 from ladder import models as m
 from ladder import selectors
 from ladder.domain.billing import classify_billing
-from ladder.domain.budgets import BUDGET_RUNG_NAMES, RungBudget, period_bounds, rung_budgets
+from ladder.domain.budgets import BUDGET_RUNG_NAMES, RungBudget, rung_budgets
 from ladder.domain.tiers import rung_for
 from ladder.domain.timefmt import format_utc_or_none
 from ladder.domain.types import Rung
 from ladder.domain.windows import FUTURE_TOLERANCE_S
-from ladder.services.state import bump_state_version
+from ladder.services.spend import spend_add
 
 MAX_EVENTS = 1000
 MICRO_USD = Decimal("0.000001")
@@ -137,8 +138,7 @@ def usage_record(*, events: Sequence[UsageInput], now: datetime) -> UsageResult:
 
 def _current_budgets(now: datetime) -> dict[Rung, RungBudget]:
     config = selectors.configuration_get().to_domain()
-    start, end = period_bounds(now, config.budget_period)
-    return rung_budgets(config, selectors.spend_usd(start=start, end=end), now)
+    return rung_budgets(config, selectors.spend_usd(period=config.budget_period, now=now), now)
 
 
 def _budgets_to_json(budgets: dict[Rung, RungBudget]) -> dict[str, object]:
@@ -219,12 +219,12 @@ def _record_once(
     if rows:
         with transaction.atomic():
             m.UsageEvent.objects.bulk_create(rows)
+            spend_add(costs=[(r.budget_rung, r.occurred_at, r.cost_usd) for r in rows if r.budget_rung])
             budgets = _current_budgets(now)
             response = _budgets_to_json(budgets)
             m.UsageEvent.objects.filter(request_id__in=[row.request_id for row in rows]).update(
                 response=response
             )
-            bump_state_version()
     else:
         answers = [row.response for row in existing.values()]
         if answers and all(answer is not None and answer == answers[0] for answer in answers):

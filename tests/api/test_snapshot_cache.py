@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from decimal import Decimal
 
 import pytest
 
@@ -83,3 +84,20 @@ def test_it_keeps_an_overtaken_load_under_the_earlier_version(
     # cannot tell that the last load saw one state, so it loads again.
     assert cache.get(NOW) is not first
     assert len(loads) == api.SnapshotCache.LOAD_TRIES + 1
+
+
+@pytest.mark.django_db
+def test_it_reads_the_spend_at_every_call_without_loading_the_state_again(loads: list[int]) -> None:
+    cache = api.SnapshotCache()
+    first = cache.get(NOW)
+    # A usage report changes spend only: the state version stays, the routing inputs are kept.
+    m.UsageEvent.objects.create(
+        request_id="u1", budget_rung="cheap", cost_usd=Decimal("2.5"), occurred_at=NOW
+    )
+
+    second = cache.get(NOW)
+    assert second.spend_usd == {"cheap": 2.5, "premium": 0.0}
+    assert (second.connections, second.config) == (first.connections, first.config)
+    assert second.memo is first.memo  # what was derived from the routing inputs is kept too
+    assert cache.get(NOW) is second
+    assert len(loads) == 1

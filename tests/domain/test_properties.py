@@ -710,3 +710,27 @@ def test_it_answers_at_every_clock_as_a_fresh_snapshot_would(
             reused = resolve(shared, model, case.candidates, now)
             fresh = resolve(case.snapshot_copy(), model, case.candidates, now)
             assert resolution_to_dict(reused) == resolution_to_dict(fresh), (offset, model)
+
+
+@settings(PROFILE)
+@given(
+    cases(),
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(["cheap", "premium"]), st.sampled_from([0.0, 0.5, 1.0, 4.9, 5.0, 9.0])
+        ),
+        min_size=2,
+        max_size=6,
+    ),
+)
+def test_it_answers_for_any_spend_as_a_fresh_snapshot_would(
+    case: Case, spends: list[dict[str, float]]
+) -> None:
+    """Snapshots that differ only by spend share their memo (Snapshot.with_spend): each answers exactly
+    what a snapshot never resolved before answers for its own spend."""
+    base = case.snapshot_copy()
+    for spend in spends:
+        shared = base.with_spend(spend)
+        reused = resolve(shared, case.model, case.candidates, NOW)
+        fresh = resolve(case.snapshot_copy().with_spend(dict(spend)), case.model, case.candidates, NOW)
+        assert resolution_to_dict(reused) == resolution_to_dict(fresh), spend
