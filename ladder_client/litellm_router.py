@@ -27,7 +27,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from litellm import Router
@@ -260,6 +260,14 @@ def _ladder_target(kwargs: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+def answered_at(end_time: object) -> datetime:
+    """When the upstream answered, in UTC. LiteLLM's times are naive local datetimes
+    (``datetime.now()``): ``astimezone`` reads a naive one as local time, which it is."""
+    if isinstance(end_time, datetime):
+        return end_time.astimezone(UTC)
+    return datetime.now(UTC)
+
+
 def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
@@ -316,12 +324,17 @@ def _upstream_status(exc: object) -> int | None:
     return None
 
 
+def _upstream_headers(exc: BaseException) -> dict[str, str]:
+    response = getattr(exc, "response", None)
+    return _as_headers(getattr(response, "headers", None)) or _as_headers(
+        getattr(exc, "litellm_response_headers", None)
+    )
+
+
 def _failure_details(exc: BaseException) -> tuple[dict[str, str], object]:
     """The upstream error answer's headers and body (JSON when it parses, else its text)."""
     response = getattr(exc, "response", None)
-    headers = _as_headers(getattr(response, "headers", None)) or _as_headers(
-        getattr(exc, "litellm_response_headers", None)
-    )
+    headers = _upstream_headers(exc)
     text = None
     try:
         text = getattr(response, "text", None)
@@ -346,6 +359,10 @@ class LadderCallback(CustomLogger):
     - failure with an HTTP answer: its status, headers and body, which the connection's adapter
       classifies (quota exhausted → latch and cooldown to the reset). A timeout or a connection
       error says nothing about quota and is not reported.
+
+    Every report carries the time the upstream answered. LiteLLM runs success hooks after the
+    caller has its answer, so the headers of an earlier success can reach the ladder after a later
+    429: those are dropped rather than sent to undo the 429's latch.
     """
 
     def __init__(self, client: LadderClient, *, report_headers: bool = True) -> None:
@@ -356,31 +373,35 @@ class LadderCallback(CustomLogger):
         # Holding the exceptions (bounded) keeps their ids from being reused while remembered.
         self._reported: OrderedDict[int, BaseException] = OrderedDict()
         self._lock = threading.Lock()
+        # Quota headers and failures of a connection reach the ladder in the order they are sent
+        # here, and headers older than a reported failure are not sent (see report_success).
+        self._order = threading.Lock()
+        self._failed_at: dict[str, datetime] = {}
 
     # LiteLLM's hooks (it passes these four by keyword).
     def log_success_event(self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any) -> None:
-        self._guarded("usage", self.report_success, kwargs, response_obj)
+        self._guarded("usage", self.report_success, kwargs, response_obj, end_time)
 
     async def async_log_success_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
     ) -> None:
-        await asyncio.to_thread(self._guarded, "usage", self.report_success, kwargs, response_obj)
+        await asyncio.to_thread(self._guarded, "usage", self.report_success, kwargs, response_obj, end_time)
 
     def log_failure_event(self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any) -> None:
-        self._guarded("failure", self.report_failure, kwargs, response_obj)
+        self._guarded("failure", self.report_failure, kwargs, response_obj, end_time)
 
     async def async_log_failure_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
     ) -> None:
-        await asyncio.to_thread(self._guarded, "failure", self.report_failure, kwargs, response_obj)
+        await asyncio.to_thread(self._guarded, "failure", self.report_failure, kwargs, response_obj, end_time)
 
-    def _guarded(self, what: str, report: Any, kwargs: Any, response_obj: Any) -> None:
+    def _guarded(self, what: str, report: Any, kwargs: Any, response_obj: Any, end_time: Any) -> None:
         try:
-            report(kwargs if isinstance(kwargs, Mapping) else {}, response_obj)
+            report(kwargs if isinstance(kwargs, Mapping) else {}, response_obj, answered_at(end_time))
         except Exception as exc:  # the caller's request must never fail for want of a report
             logger.warning("could not report the %s to the ladder: %s", what, exc, exc_info=True)
 
-    def report_success(self, kwargs: Mapping[str, Any], response_obj: object) -> None:
+    def report_success(self, kwargs: Mapping[str, Any], response_obj: object, answered: datetime) -> None:
         target = _ladder_target(kwargs)
         if target is None or kwargs.get("cache_hit") is True:
             return
@@ -398,24 +419,40 @@ class LadderCallback(CustomLogger):
                 input_tokens=input_tokens,
                 output_tokens=output_tokens,
                 cost_usd=_cost_usd(kwargs),
+                occurred_at=answered,
             )
         )
-        if self.report_headers:
-            headers = _quota_headers(_success_headers(kwargs, response_obj))
-            if headers:
-                self.client.report_observation(connection_id, headers)
+        headers = _quota_headers(_success_headers(kwargs, response_obj)) if self.report_headers else {}
+        if not headers:
+            return
+        with self._order:
+            failed_at = self._failed_at.get(connection_id)
+            if failed_at is not None and answered <= failed_at:
+                # Older than a failure already reported: at the ladder it would read as the newer
+                # word and undo the failure's latch. The failure's evidence stands.
+                logger.debug(
+                    "quota headers of %s from %s dropped: a failure came after", connection_id, answered
+                )
+                return
+            self.client.report_observation(connection_id, headers, observed_at=answered)
 
-    def report_failure(self, kwargs: Mapping[str, Any], response_obj: object) -> None:
+    def report_failure(self, kwargs: Mapping[str, Any], response_obj: object, answered: datetime) -> None:
         target = _ladder_target(kwargs)
         exc = kwargs.get("exception")
         if target is None or not isinstance(exc, BaseException) or isinstance(exc, LadderRoutingError):
             return
         status = _upstream_status(exc)
-        if status is None or not self._first_report(exc):
+        # LiteLLM gives a connection error or a timeout a status too (500, 408), on a response it
+        # made up without headers: only an answer that carries the upstream's headers is one.
+        if status is None or not _upstream_headers(exc) or not self._first_report(exc):
             return
         connection_id, model = target
         headers, body = _failure_details(exc)
-        self.client.report_failure(connection_id, status, headers=headers, body=body, model=model)
+        with self._order:
+            self._failed_at[connection_id] = max(answered, self._failed_at.get(connection_id, answered))
+            self.client.report_failure(
+                connection_id, status, headers=headers, body=body, model=model, observed_at=answered
+            )
 
     def _first_report(self, exc: BaseException) -> bool:
         with self._lock:
@@ -436,8 +473,8 @@ def install_ladder(
     """Make ``router`` route through the ladder and report back to it.
 
     The strategy replaces the router's own picks (``register_plugin``, or, on LiteLLM releases
-    without it, ``set_custom_routing_strategy``); the callback joins ``litellm.callbacks``, which
-    is process-wide: remove it with ``uninstall_callback`` when the router goes away."""
+    without it, ``set_custom_routing_strategy``). The callback is registered with LiteLLM, which
+    keeps callbacks process-wide: ``uninstall_callback`` removes it when the router goes away."""
     import litellm
 
     strategy = LadderRoutingStrategy(router, client)
@@ -447,11 +484,12 @@ def install_ladder(
     else:
         router.set_custom_routing_strategy(strategy)
     callback = LadderCallback(client, report_headers=report_headers)
-    litellm.callbacks = [*litellm.callbacks, callback]
+    litellm.logging_callback_manager.add_litellm_callback(callback)
     return strategy, callback
 
 
 def uninstall_callback(callback: LadderCallback) -> None:
+    """Remove the callback from every list LiteLLM copied it into (not only ``litellm.callbacks``)."""
     import litellm
 
-    litellm.callbacks = [existing for existing in litellm.callbacks if existing is not callback]
+    litellm.logging_callback_manager.remove_callback_from_all_lists(callback, require_self=False)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import pytest
+from django.db import connection
 
 from ladder import api
 from ladder import models as m
@@ -77,6 +80,39 @@ def seed_catalog() -> None:
     bump_state_version()
 
 
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+@contextmanager
+def one_request_at_a_time(live_server: Any) -> Iterator[None]:
+    """On SQLite the test database lives in memory, one connection that every thread of the live
+    server shares; concurrent requests there fail with "database table is locked" where a real
+    SQLite file waits for its lock. The gateway reports while it routes, so the live server
+    answers one request at a time (each is read to its end under the lock)."""
+    if connection.vendor != "sqlite":
+        yield
+        return
+    server = live_server.thread.httpd
+    app: WsgiApp = server.get_app()
+    lock = threading.Lock()
+
+    def serialized(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        with lock:
+            answer = app(environ, start_response)
+            try:
+                return [b"".join(answer)]
+            finally:
+                close = getattr(answer, "close", None)
+                if close is not None:
+                    close()
+
+    server.set_app(serialized)
+    try:
+        yield
+    finally:
+        server.set_app(app)
+
+
 @pytest.fixture
 def ladder(live_server: Any, monkeypatch: pytest.MonkeyPatch, transactional_db: None) -> Iterator[Ladder]:
     recorder = RefreshRecorder()
@@ -86,7 +122,8 @@ def ladder(live_server: Any, monkeypatch: pytest.MonkeyPatch, transactional_db: 
     api.snapshot_cache.clear()
     seed_catalog()
     _, token = gateway_token_create(name="gateway", scope_resolve=True, scope_report=True)
-    yield Ladder(url=live_server.url, token=token, refreshes=recorder)
+    with one_request_at_a_time(live_server):
+        yield Ladder(url=live_server.url, token=token, refreshes=recorder)
     api.snapshot_cache.clear()
 
 

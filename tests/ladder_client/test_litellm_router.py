@@ -1,0 +1,207 @@
+"""The strategy's and the callback's edges, with real LiteLLM Routers: incomplete deployments,
+groups outside the ladder, a ladder that cannot be reached, and reports that must not repeat."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from ladder import models as m
+from ladder_client import LadderClient, LadderError
+from tests.ladder_client.conftest import CHEAP, CHEAP_MODEL, PLAN, PLAN_MODEL, Ladder
+from tests.ladder_client.fake_openai import FakeOpenAI, run_fake_openai
+from tests.ladder_client.sockets import refused_url
+
+litellm = pytest.importorskip("litellm")
+from litellm.integrations.custom_logger import CustomLogger  # noqa: E402 - after the skip above
+
+from ladder_client.litellm_router import (  # noqa: E402 - needs LiteLLM, an optional extra
+    LadderCallback,
+    LadderConfigError,
+    install_ladder,
+    ladder_candidates,
+    uninstall_callback,
+)
+
+MESSAGES = [{"role": "user", "content": "hello"}]
+CALLBACK_LISTS = (
+    "callbacks",
+    "input_callback",
+    "success_callback",
+    "failure_callback",
+    "_async_success_callback",
+    "_async_failure_callback",
+)
+
+
+@pytest.fixture(autouse=True)
+def _litellm_callbacks_restored() -> Iterator[None]:
+    """LiteLLM keeps callbacks process-wide (and copies them into several lists): none outlives its test."""
+    saved = {name: list(getattr(litellm, name)) for name in CALLBACK_LISTS}
+    yield
+    for name, callbacks in saved.items():
+        getattr(litellm, name)[:] = callbacks
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with run_fake_openai() as running:
+        yield running
+
+
+def deployment(fake: FakeOpenAI, group: str, route: str, **ladder_keys: str) -> dict[str, Any]:
+    return {
+        "model_name": group,
+        "litellm_params": {"model": f"openai/{route}-model", "api_base": fake.base(route), "api_key": route},
+        "model_info": {"id": f"{group}-{route}", **ladder_keys},
+    }
+
+
+def plan_keys() -> dict[str, str]:
+    return {"ladder_connection_id": PLAN, "ladder_provider": PLAN_MODEL[0], "ladder_model": PLAN_MODEL[1]}
+
+
+def cheap_keys() -> dict[str, str]:
+    return {"ladder_connection_id": CHEAP, "ladder_provider": CHEAP_MODEL[0], "ladder_model": CHEAP_MODEL[1]}
+
+
+def routed(router: Any, client: LadderClient) -> Any:
+    _, callback = install_ladder(router, client)
+    return callback
+
+
+def test_it_groups_deployments_into_logical_candidates_in_order() -> None:
+    plan_a = {"model_info": {**plan_keys(), "id": "a"}}
+    plan_b = {"model_info": {**plan_keys(), "ladder_connection_id": "plan-2", "id": "b"}}
+    plan_a_again = {"model_info": {**plan_keys(), "id": "a2"}}
+    cheap = {"model_info": {**cheap_keys(), "id": "c"}}
+
+    candidates, targets = ladder_candidates("auto/thrifty", [plan_a, cheap, plan_b, plan_a_again])
+
+    assert [(c.provider, c.model, c.connection_id, c.allowed_connection_ids) for c in candidates] == [
+        (*PLAN_MODEL, None, (PLAN, "plan-2")),
+        (*CHEAP_MODEL, None, (CHEAP,)),
+    ]
+    assert targets[(*PLAN_MODEL, PLAN)] is plan_a  # the first deployment of a connection serves it
+
+
+def test_it_refuses_a_deployment_without_its_ladder_keys(fake: FakeOpenAI) -> None:
+    incomplete = {"ladder_connection_id": PLAN, "ladder_provider": PLAN_MODEL[0]}
+    router = litellm.Router(
+        model_list=[deployment(fake, "auto/thrifty", "plan", **incomplete)], num_retries=0
+    )
+    callback = routed(router, LadderClient(refused_url(), "olr_never-asked-token"))
+    try:
+        with pytest.raises(LadderConfigError, match="auto/thrifty-plan.*ladder_model"):
+            router.completion(model="auto/thrifty", messages=MESSAGES)
+    finally:
+        uninstall_callback(callback)
+    assert fake.routes() == []
+
+
+def test_it_gives_a_group_outside_the_ladder_its_first_deployment(fake: FakeOpenAI) -> None:
+    router = litellm.Router(
+        model_list=[deployment(fake, "paid", "paid"), deployment(fake, "paid", "cheap")], num_retries=0
+    )
+    # The ladder is unreachable: a group it does not own never asks it.
+    callback = routed(router, LadderClient(refused_url(), "olr_never-asked-token", retries=0))
+    try:
+        router.completion(model="paid", messages=MESSAGES)
+    finally:
+        uninstall_callback(callback)
+    assert fake.routes() == ["paid"]
+
+
+def test_it_fails_closed_when_the_ladder_cannot_be_asked(fake: FakeOpenAI) -> None:
+    router = litellm.Router(
+        model_list=[
+            deployment(fake, "auto/thrifty", "cheap", **cheap_keys()),
+            deployment(fake, "paid", "paid"),
+        ],
+        num_retries=0,
+        fallbacks=[{"auto/thrifty": ["paid"]}],
+    )
+    callback = routed(
+        router, LadderClient(refused_url(), "olr_never-asked-token", retries=1, retry_backoff_s=0)
+    )
+    try:
+        with pytest.raises(LadderError) as raised:
+            asyncio.run(router.acompletion(model="auto/thrifty", messages=MESSAGES))
+    finally:
+        uninstall_callback(callback)
+    assert raised.value.code == "connection_failed"
+    assert fake.routes() == []  # neither a guess nor the configured paid fallback
+
+
+def test_the_callback_never_fails_a_request_when_the_ladder_is_down(
+    fake: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    router = litellm.Router(model_list=[deployment(fake, "plain", "cheap", **cheap_keys())], num_retries=0)
+    callback = LadderCallback(LadderClient(refused_url(), "olr_never-asked-token", retries=0))
+    litellm.logging_callback_manager.add_litellm_callback(callback)
+
+    async def call() -> Any:
+        response = await router.acompletion(model="plain", messages=MESSAGES)
+        await asyncio.sleep(0.5)  # the success hook runs after the answer; let it fail
+        return response
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="ladder_client.litellm_router"):
+            response = asyncio.run(call())
+    finally:
+        uninstall_callback(callback)
+    assert response.choices[0].message.content == "ok"
+    assert any("could not report the usage" in record.getMessage() for record in caplog.records)
+
+
+def test_it_reports_a_failure_handed_to_both_hooks_once(fake: FakeOpenAI, ladder: Ladder) -> None:
+    fake.exhaust_plan(reset_in_s=60)
+    router = litellm.Router(model_list=[deployment(fake, "plain", "plan", **plan_keys())], num_retries=0)
+    callback = LadderCallback(LadderClient(ladder.url, ladder.token))
+    seen: list[BaseException] = []
+
+    class Recorder(CustomLogger):
+        async def async_log_failure_event(
+            self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+        ) -> None:
+            # LiteLLM's own payload, handed to both of the ladder callback's hooks.
+            callback.log_failure_event(kwargs, response_obj, start_time, end_time)
+            await callback.async_log_failure_event(kwargs, response_obj, start_time, end_time)
+            seen.append(kwargs["exception"])
+
+    litellm.logging_callback_manager.add_litellm_callback(Recorder())
+    with pytest.raises(litellm.RateLimitError):
+        asyncio.run(router.acompletion(model="plain", messages=MESSAGES))
+    assert len(seen) == 1
+    failures = list(m.FailureEvent.objects.values_list("connection_id", "status", "classification"))
+    assert failures == [(PLAN, 429, "quota_exhausted")]
+
+
+def test_it_reports_no_failure_without_an_http_answer(ladder: Ladder) -> None:
+    unreachable = {
+        "model_name": "plain",
+        "litellm_params": {"model": "openai/plan-model", "api_base": refused_url() + "/v1", "api_key": "k"},
+        "model_info": {"id": "down", **plan_keys()},
+    }
+    router = litellm.Router(model_list=[unreachable], num_retries=0)
+    litellm.logging_callback_manager.add_litellm_callback(
+        LadderCallback(LadderClient(ladder.url, ladder.token))
+    )
+    with pytest.raises(litellm.InternalServerError):  # LiteLLM's name for a refused connection
+        asyncio.run(router.acompletion(model="plain", messages=MESSAGES))
+    # A connection error says nothing about the plan's quota: the ladder is not told.
+    assert not m.FailureEvent.objects.exists()
+
+
+def test_uninstall_leaves_the_callback_in_no_litellm_list(fake: FakeOpenAI) -> None:
+    router = litellm.Router(model_list=[deployment(fake, "paid", "paid")], num_retries=0)
+    callback = routed(router, LadderClient(refused_url(), "olr_never-asked-token", retries=0))
+    router.completion(model="paid", messages=MESSAGES)  # LiteLLM copies callbacks on first use
+
+    uninstall_callback(callback)
+
+    assert not [name for name in CALLBACK_LISTS if callback in getattr(litellm, name)]
