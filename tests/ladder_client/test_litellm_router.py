@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
 
 from ladder import models as m
@@ -205,3 +207,51 @@ def test_uninstall_leaves_the_callback_in_no_litellm_list(fake: FakeOpenAI) -> N
     uninstall_callback(callback)
 
     assert not [name for name in CALLBACK_LISTS if callback in getattr(litellm, name)]
+
+
+def test_it_drops_quota_headers_older_than_a_reported_failure(ladder: Ladder) -> None:
+    client = LadderClient(ladder.url, ladder.token)
+    callback = LadderCallback(client)
+    now = datetime.now(UTC)
+    reset_at = now + timedelta(minutes=5)
+    spent_headers = {
+        "anthropic-ratelimit-unified-5h-status": "rejected",
+        "anthropic-ratelimit-unified-5h-utilization": "1.0",
+        "anthropic-ratelimit-unified-5h-reset": reset_at.isoformat(),
+    }
+    request = httpx.Request("POST", "http://upstream.invalid/v1/chat/completions")
+    exhausted = litellm.RateLimitError(
+        message="5-hour usage limit reached",
+        llm_provider="openai",
+        model=PLAN_MODEL[1],
+        response=httpx.Response(429, headers=spent_headers, json={"error": {}}, request=request),
+    )
+    plan = {"litellm_params": {"model_info": plan_keys()}}
+
+    def success(call_id: str, used: float) -> dict[str, Any]:
+        headers = {
+            "anthropic-ratelimit-unified-5h-utilization": str(used),
+            "anthropic-ratelimit-unified-5h-reset": reset_at.isoformat(),
+            "content-type": "application/json",
+        }
+        return {**plan, "litellm_call_id": call_id, "response_headers": headers}
+
+    # The ladder's latched copy keeps the age of the reading it copies (from 10 s ago), so headers
+    # from 1 s ago, sent after the failure, would read there as newer and lift the latch.
+    client.report_observation(
+        PLAN, success("seed", 0.4)["response_headers"], observed_at=now - timedelta(seconds=10)
+    )
+    callback.report_failure({**plan, "exception": exhausted}, None, now)
+    callback.report_success(success("earlier", 0.4), None, now - timedelta(seconds=1))  # arrives late
+    after_late_headers = client.connection(PLAN).reading
+    callback.report_success(success("later", 0.05), None, now + timedelta(seconds=1))
+    after_new_headers = client.connection(PLAN).reading
+
+    late, new = (
+        reading.window("5h") if reading else None for reading in (after_late_headers, after_new_headers)
+    )
+    assert late is not None
+    assert (late.remaining_pct, late.latched) == (0.0, True)
+    assert new is not None
+    assert (new.remaining_pct, new.latched) == (95.0, False)
+    assert m.UsageEvent.objects.count() == 2  # the late success's usage still counts
