@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import re
 import secrets
 from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Q
 
 from ladder.models import GatewayToken
+from ladder.selectors import gateway_token_by_hash
+
+logger = logging.getLogger(__name__)
 
 SCOPES = ("resolve", "report")
 TOKEN_PREFIX = "olr_"
@@ -73,16 +77,22 @@ def gateway_token_authenticate(*, plaintext: str, now: datetime) -> GatewayToken
     # useful. The comparison in Python below is constant-time anyway, so that no code path of ours
     # compares a secret-derived value with an early exit (and a database whose collation matched
     # loosely could not let a near miss through).
-    token = GatewayToken.objects.filter(token_hash=presented_hash, revoked_at__isnull=True).first()
+    token = gateway_token_by_hash(token_hash=presented_hash)
     if token is None or not hmac.compare_digest(token.token_hash, presented_hash):
         return None
     threshold = now - LAST_USED_RESOLUTION
     if token.last_used_at is None or token.last_used_at <= threshold:
-        # Conditional: concurrent requests of the same minute write it once.
-        GatewayToken.objects.filter(pk=token.pk).filter(
-            Q(last_used_at__isnull=True) | Q(last_used_at__lte=threshold)
-        ).update(last_used_at=now)
-        token.last_used_at = now
+        try:
+            # Conditional: concurrent requests of the same minute write it once.
+            GatewayToken.objects.filter(pk=token.pk).filter(
+                Q(last_used_at__isnull=True) | Q(last_used_at__lte=threshold)
+            ).update(last_used_at=now)
+        except DatabaseError:
+            # Bookkeeping, not access: a database that cannot take the write now (SQLite under
+            # another writer's lock) must not turn a read-only call into an error.
+            logger.warning("gateway token %s: last_used_at not written", token.pk, exc_info=True)
+        else:
+            token.last_used_at = now
     return token
 
 

@@ -5,6 +5,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import OperationalError
+from django.db.models import QuerySet
 
 from ladder import models as m
 from ladder.services.tokens import (
@@ -94,3 +96,25 @@ def test_it_writes_last_used_at_at_most_once_a_minute(django_assert_num_queries:
 
     gateway_token_authenticate(plaintext=plaintext, now=NOW + timedelta(seconds=60))
     assert m.GatewayToken.objects.get().last_used_at == NOW + timedelta(seconds=60)
+
+
+def test_it_loads_the_fields_it_reads_with_their_time_zone() -> None:
+    token, plaintext = gateway_token_create(name="gw", scope_report=False)
+    gateway_token_authenticate(plaintext=plaintext, now=NOW)
+
+    found = gateway_token_authenticate(plaintext=plaintext, now=NOW + timedelta(seconds=1))
+    assert found is not None
+    assert (found.pk, found.name, found.scope_resolve, found.scope_report) == (token.pk, "gw", True, False)
+    assert found.last_used_at == NOW
+    assert found.last_used_at.tzinfo is not None
+
+
+def test_it_authenticates_when_last_used_at_cannot_be_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    token, plaintext = gateway_token_create(name="gw")
+
+    def locked(self: object, **kwargs: object) -> int:
+        raise OperationalError("database is locked")
+
+    # SQLite under another writer's lock: the bookkeeping write fails, access does not.
+    monkeypatch.setattr(QuerySet, "update", locked)
+    assert gateway_token_authenticate(plaintext=plaintext, now=NOW) == token
