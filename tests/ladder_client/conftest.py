@@ -22,8 +22,8 @@ from ladder_client import LadderClient
 # LiteLLM fetches its price map from the internet at import unless told to use its local copy.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
-PLAN = "plan-claude"  # a Claude Code OAuth plan: subscription, hard-stop
-CHEAP = "cheap-openai"  # an OpenAI API key: metered, on a cheap model
+PLAN = "claude-max"  # a Claude Code OAuth plan: subscription, hard-stop (the name docs/LITELLM.md uses)
+CHEAP = "openai-key"  # an OpenAI API key: metered, on a cheap model
 PLAN_MODEL = ("claude", "claude-sonnet-4-5")
 CHEAP_MODEL = ("openai", "gpt-4o-mini")
 

@@ -7,6 +7,7 @@ import asyncio
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -29,6 +30,7 @@ from ladder_client.litellm_router import (  # noqa: E402 - needs LiteLLM, an opt
     uninstall_callback,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 MESSAGES = [{"role": "user", "content": "hello"}]
 CALLBACK_LISTS = (
     "callbacks",
@@ -255,3 +257,32 @@ def test_it_drops_quota_headers_older_than_a_reported_failure(ladder: Ladder) ->
     assert new is not None
     assert (new.remaining_pct, new.latched) == (95.0, False)
     assert m.UsageEvent.objects.count() == 2  # the late success's usage still counts
+
+
+def test_the_example_of_the_docs_runs(
+    ladder: Ladder, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (ROOT / "docs" / "LITELLM.md").read_text(encoding="utf-8")
+    example = text.split("## A runnable example", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    for name, value in {
+        "LADDER_URL": ladder.url,
+        "LADDER_TOKEN": ladder.token,
+        "PLAN_API_BASE": fake.base("plan"),
+        "PLAN_API_KEY": "plan-key",
+        "CHEAP_API_BASE": fake.base("cheap"),
+        "OPENAI_API_KEY": "cheap-key",
+    }.items():
+        monkeypatch.setenv(name, value)
+
+    exec(compile(example, "docs/LITELLM.md", "exec"), {"__name__": "example"})
+
+    # LiteLLM logs to stdout too: the example's own lines are those about the groups.
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("auto/")]
+    assert lines[0] == f"auto/thrifty -> {PLAN_MODEL[1]}"
+    # The plan had no reading: auto/subscription serves it only once the thrifty call's headers,
+    # reported in the background, have arrived.
+    assert lines[1] in (
+        f"auto/subscription -> {PLAN_MODEL[1]}",
+        "auto/subscription -> no pool: no_verified_subscription_quota retry at None",
+    )
+    assert fake.routes()[0] == "plan"
