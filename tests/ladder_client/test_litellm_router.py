@@ -25,6 +25,7 @@ from litellm.integrations.custom_logger import CustomLogger  # noqa: E402 - afte
 from ladder_client.litellm_router import (  # noqa: E402 - needs LiteLLM, an optional extra
     LadderCallback,
     LadderConfigError,
+    LadderRoutingStrategy,
     install_ladder,
     ladder_candidates,
     uninstall_callback,
@@ -286,3 +287,23 @@ def test_the_example_of_the_docs_runs(
         "auto/subscription -> no pool: no_verified_subscription_quota retry at None",
     )
     assert fake.routes()[0] == "plan"
+
+
+def test_it_also_installs_through_the_deprecated_set_custom_routing_strategy(
+    ladder: Ladder, fake: FakeOpenAI
+) -> None:
+    router = litellm.Router(
+        model_list=[
+            deployment(fake, "auto/thrifty", "cheap", **cheap_keys()),
+            deployment(fake, "auto/thrifty", "plan", **plan_keys()),
+        ],
+        num_retries=0,
+    )
+    with pytest.deprecated_call():
+        router.set_custom_routing_strategy(
+            LadderRoutingStrategy(router, LadderClient(ladder.url, ladder.token))
+        )
+
+    router.completion(model="auto/thrifty", messages=MESSAGES)
+
+    assert fake.routes() == ["plan"]  # the ladder's order (plan first), not the model list's
