@@ -18,6 +18,8 @@ from datetime import timedelta
 import pytest
 import schemathesis
 from django.core.handlers.wsgi import WSGIHandler
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 from django.utils import timezone
 from hypothesis import HealthCheck, settings
 from schemathesis.generation.modes import GenerationMode
@@ -86,7 +88,19 @@ def seed_state() -> None:
 
 
 @pytest.fixture
-def token(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def in_test_transaction() -> Iterator[None]:
+    """Requests served straight by the WSGI handler keep the test's database connection, as Django's test
+    client does: Django would close it at each request's start and end (on PostgreSQL, the test's
+    transaction with it)."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def token(monkeypatch: pytest.MonkeyPatch, in_test_transaction: None) -> Iterator[str]:
     # Refreshes are recorded, not queued: the shared broker stays untouched.
     recorder = RefreshRecorder()
     monkeypatch.setattr("ladder.api.refresh_request", recorder)
