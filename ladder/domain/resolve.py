@@ -150,33 +150,45 @@ def _next_moment(snapshot: Snapshot, after: datetime) -> datetime | None:
 
 
 def billing_verdict(snapshot: Snapshot, connection: Connection) -> BillingVerdict:
-    return _connection_facts(snapshot, connection)[0]
+    return _facts_table(snapshot)[connection.id][1]
 
 
-Facts = tuple[BillingVerdict, tuple[tuple[str, ...], ...]]
+# Per connection: itself, its billing verdict, the rung its billing fixes (subscription 0, keyless 1;
+# None: the candidate's economic tier decides, L3), and the scopes of its model-scoped windows.
+Facts = tuple[Connection, BillingVerdict, Rung | None, tuple[tuple[str, ...], ...]]
 
 
-def _connection_facts(snapshot: Snapshot, connection: Connection) -> Facts:
-    """Per snapshot and connection: its billing verdict, and the scopes of its model-scoped windows."""
-    facts_by_id: dict[str, Facts] = snapshot.memo.setdefault(_FACTS, {})
-    facts = facts_by_id.get(connection.id)
-    if facts is None:
-        reading = connection.reading
-        scopes = tuple(w.scope_models for w in reading.windows if w.scope_models) if reading else ()
+def _facts_table(snapshot: Snapshot) -> dict[str, Facts]:
+    """Each connection's facts, by id, derived once per snapshot."""
+    table: dict[str, Facts] | None = snapshot.memo.get(_FACTS)
+    if table is None:
+        catalog = snapshot.catalog_by_key
         # The verdict depends on these alone: connections of one kind share one.
-        kind = (
-            connection.keyless,
-            connection.provider,
-            connection.auth_type,
-            connection.overage_override,
-            reading.observed_overage if reading is not None else None,
-        )
-        verdicts: dict[tuple[object, ...], BillingVerdict] = snapshot.memo.setdefault(_BILLING, {})
-        verdict = verdicts.get(kind)
-        if verdict is None:
-            verdict = verdicts[kind] = classify_billing(connection, snapshot.catalog_by_key)
-        facts = facts_by_id[connection.id] = (verdict, scopes)
-    return facts
+        verdicts: dict[tuple[object, ...], BillingVerdict] = {}
+        table = {}
+        for connection in snapshot.connections:
+            reading = connection.reading
+            observed = None
+            scopes: tuple[tuple[str, ...], ...] = ()
+            if reading is not None:
+                observed = reading.observed_overage
+                scopes = tuple(w.scope_models for w in reading.windows if w.scope_models)
+            kind = (
+                connection.keyless,
+                connection.provider,
+                connection.auth_type,
+                connection.overage_override,
+                observed,
+            )
+            verdict = verdicts.get(kind)
+            if verdict is None:
+                verdict = verdicts[kind] = classify_billing(connection, catalog)
+            table[connection.id] = (connection, verdict, _BILLING_RUNGS.get(verdict.billing), scopes)
+        snapshot.memo[_FACTS] = table
+    return table
+
+
+_BILLING_RUNGS = {"subscription": Rung.SUBSCRIPTION, "keyless": Rung.KEYLESS}
 
 
 @lru_cache(maxsize=65536)
@@ -285,10 +297,18 @@ def _freshness(
     if reading is None:
         return (), True
     windows = applicable_windows(reading, model)
-    stale = (now - reading.fetched_at).total_seconds() > config.max_reading_age_s or any(
-        w.reset_at is not None and w.reset_at <= now for w in windows
-    )
-    return windows, stale
+    if (now - reading.fetched_at).total_seconds() > config.max_reading_age_s:
+        return windows, True
+    for window in windows:
+        if window.reset_at is not None and window.reset_at <= now:
+            return windows, True
+    return windows, False
+
+
+# The verdicts of pairs that pass, one per (rung, refresh): most pairs pass, and share them.
+_PASSING = {
+    (rung, refresh): PairVerdict(rung, None, "", None, refresh) for rung in Rung for refresh in (False, True)
+}
 
 
 def _judge_thrifty(
@@ -309,21 +329,20 @@ def _judge_thrifty(
     if budget is not None:
         block = budget_block(budget)
         if block is None:
-            return PairVerdict(rung, None, "", None, False)
+            return _PASSING[(rung, False)]
         reason, detail = block
         retry_at = budget.period_ends_at if reason == Reason.BUDGET_EXHAUSTED else None
         return PairVerdict(rung, reason, detail, _future(retry_at, now), False)
     if rung not in PLAN_READING_RUNGS or connection.keyless:
-        return PairVerdict(rung, None, "", None, False)
+        return _PASSING[(rung, False)]
     windows, stale = _freshness(connection, model, config, now)
     reading = connection.reading
     if reading is not None and reading.verifiable:
-        fresh = not stale
-        evidence = [w for w in windows if blocks_as_evidence(w, fresh, now, config)]
+        evidence = [w for w in windows if blocks_as_evidence(w, not stale, now, config)]
         if evidence:
             reason, detail, retry_at = _blocked(evidence, config)
             return PairVerdict(rung, reason, detail, _future(retry_at, now), stale)
-    return PairVerdict(rung, None, "", None, stale)
+    return _PASSING[(rung, stale)]
 
 
 def _judge_subscription(
@@ -347,6 +366,8 @@ def _judge_subscription(
         return PairVerdict(rung, reason, detail, None, False)
     windows, stale = _freshness(connection, model, config, now)
     plan_reason, plan_detail, retry_at = _judge_plan_reading(connection, windows, config, now)
+    if plan_reason is None:
+        return _PASSING[(rung, stale)]
     return PairVerdict(rung, plan_reason, plan_detail, _future(retry_at, now), stale)
 
 
@@ -398,6 +419,7 @@ def _judge_case(
     snapshot: Snapshot,
     memo: VerdictMemo,
     grouping: Grouping,
+    facts: Facts | None,
     connection_id: str,
     model: str,
     tier_rung: Rung,
@@ -405,18 +427,11 @@ def _judge_case(
     now: datetime,
 ) -> tuple[PairVerdict, bool]:
     """A pair's verdict, judged once per distinct case; and whether it may be kept until memo.until."""
-    connection = snapshot.connections_by_id.get(connection_id)
-    if connection is None:
+    if facts is None:
         return _unknown(connection_id), True
-    verdict, scopes = _connection_facts(snapshot, connection)
-    billing = verdict.billing
+    connection, verdict, billing_rung, scopes = facts
     # L3 per pair: the connection's billing picks rung 0 or 1, else the candidate's tier decides.
-    if billing == "subscription":
-        rung = Rung.SUBSCRIPTION
-    elif billing == "keyless":
-        rung = Rung.KEYLESS
-    else:
-        rung = tier_rung
+    rung = tier_rung if billing_rung is None else billing_rung
     # A pair's verdict depends on the model only through its rung and the scoped windows that apply
     # to it: judge each distinct case once.
     key: PairKey = (connection_id, rung, scope_mask(scopes, model)) if scopes else (connection_id, rung)
@@ -452,6 +467,7 @@ def resolve(
     budgets = rung_budgets(config, snapshot.spend_usd, now)
     memo = verdict_memo(snapshot, grouping, now, budgets)
     by_model = memo.by_model
+    facts = _facts_table(snapshot)
     models_by_key = snapshot.models_by_key
 
     placed: list[tuple[int, int, PoolEntry]] = []
@@ -483,7 +499,15 @@ def resolve(
             pair = verdicts.get(connection_id)
             if pair is None:
                 pair, keep = _judge_case(
-                    snapshot, memo, grouping, connection_id, candidate.model, tier_rung, budgets, now
+                    snapshot,
+                    memo,
+                    grouping,
+                    facts.get(connection_id),
+                    connection_id,
+                    candidate.model,
+                    tier_rung,
+                    budgets,
+                    now,
                 )
                 if keep and memo.room():
                     memo.stored += 1
