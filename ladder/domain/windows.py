@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from fnmatch import fnmatchcase
 from functools import lru_cache
@@ -72,3 +73,52 @@ def blocks_as_evidence(window: Window, reading_fresh: bool, now: datetime, confi
     if is_usable(window, config):
         return False
     return reading_fresh or (window.reset_at is not None and window.reset_at > now)
+
+
+def exhaust_windows(
+    reading: Reading,
+    *,
+    window: str | None,
+    model: str | None,
+    failure_reset_at: datetime | None,
+    observed_at: datetime,
+) -> tuple[tuple[Window, ...], datetime | None] | None:
+    """L6: a quota-exhaustion failure latches the window it names at 0 % (every window applying to the
+    model when it names none; one it names that the reading lacks is added, scoped to the model).
+    Returns the reading's windows so changed and the reset time the reading knew for the exhausted
+    ones (for the cooldown clamp), or None when no window applies."""
+    if window is not None:
+        named = [w for w in reading.windows if w.name == window]
+        if named:
+            targets = {id(w) for w in named}
+            reset_at = named[0].reset_at
+            extra: tuple[Window, ...] = ()
+        else:
+            # A window the reading did not carry: known to block this model at least.
+            targets, reset_at = set(), None
+            extra = (
+                Window(window, 0.0, failure_reset_at, scope_models=(model,) if model else (), latched=True),
+            )
+    else:
+        applicable = applicable_windows(reading, model) if model else reading.windows
+        if not applicable:
+            return None
+        targets = {id(w) for w in applicable}
+        # Which one is spent is unknown: the cooldown must not outlast any of their resets.
+        future = [w.reset_at for w in applicable if w.reset_at is not None and w.reset_at > observed_at]
+        reset_at = min(future) if future else None
+        extra = ()
+    # The failure's own reset is the freshest word on a window it names.
+    named_reset = failure_reset_at if window is not None else None
+    windows = (
+        tuple(
+            replace(
+                w, remaining_pct=0.0, latched=True, reset_at=named_reset or w.reset_at or failure_reset_at
+            )
+            if id(w) in targets
+            else w
+            for w in reading.windows
+        )
+        + extra
+    )
+    return windows, reset_at

@@ -26,7 +26,7 @@ from ladder import models as m
 from ladder import selectors
 from ladder.domain.cooldown import quota_cooldown_until, transient_cooldown_until
 from ladder.domain.types import Failure, FailureClass, Reading, Window
-from ladder.domain.windows import applicable_windows
+from ladder.domain.windows import exhaust_windows
 from ladder.providers.registry import get_adapter
 from ladder.services.readings import reading_record
 from ladder.services.refresh import refresh_request
@@ -193,39 +193,11 @@ def _exhausted_reading(
         return Reading(
             fetched_at=observed_at, windows=(spent,), source="error", note="from an upstream failure"
         ), None
-    if window is not None:
-        named = [w for w in latest.windows if w.name == window]
-        if named:
-            targets = {id(w) for w in named}
-            reset_at = named[0].reset_at
-            extra: tuple[Window, ...] = ()
-        else:
-            # A window the last reading did not carry: known to block this model at least.
-            targets, reset_at = set(), None
-            extra = (
-                Window(window, 0.0, failure_reset_at, scope_models=(model,) if model else (), latched=True),
-            )
-    else:
-        applicable = applicable_windows(latest, model) if model else latest.windows
-        if not applicable:
-            return None, None
-        targets = {id(w) for w in applicable}
-        # Which one is spent is unknown: the cooldown must not outlast any of their resets.
-        future = [w.reset_at for w in applicable if w.reset_at is not None and w.reset_at > observed_at]
-        reset_at = min(future) if future else None
-        extra = ()
-    # The failure's own reset is the freshest word on a window it names.
-    named_reset = failure_reset_at if window is not None else None
-    windows = (
-        tuple(
-            replace(
-                w, remaining_pct=0.0, latched=True, reset_at=named_reset or w.reset_at or failure_reset_at
-            )
-            if id(w) in targets
-            else w
-            for w in latest.windows
-        )
-        + extra
+    exhausted = exhaust_windows(
+        latest, window=window, model=model, failure_reset_at=failure_reset_at, observed_at=observed_at
     )
+    if exhausted is None:
+        return None, None
+    windows, reset_at = exhausted
     # The copy keeps the latest reading's age: a failure is evidence about one window, not the others.
     return replace(latest, windows=windows, source="error", note="latched by an upstream failure"), reset_at

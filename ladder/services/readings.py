@@ -19,7 +19,7 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from ladder.domain.types import SOURCES, LadderConfig, Reading
-from ladder.domain.windows import FUTURE_TOLERANCE_S, is_fresh, next_latch
+from ladder.domain.windows import FUTURE_TOLERANCE_S, exhaust_windows, is_fresh, next_latch
 from ladder.models import Connection, FailureEvent, LadderConfiguration, QuotaReading, QuotaWindow
 from ladder.services import hotstate
 from ladder.services.state import bump_state_version
@@ -160,6 +160,26 @@ def reading_store(
         replace(w, latched=next_latch(previous.get(w.name, w.latched), w.remaining_pct, config))
         for w in reading.windows
     )
+    # A quota-exhaustion failure observed after this reading's own time is newer evidence about the
+    # windows it names: they stay spent and latched (a gateway may report the headers of a reply it
+    # got before a 429 after reporting the 429).
+    later_failures = (
+        FailureEvent.objects.filter(
+            connection_id=connection_id, classification="quota_exhausted", observed_at__gt=reading.fetched_at
+        )
+        .order_by("observed_at", "id")
+        .values_list("window", "model", "reset_at", "observed_at")
+    )
+    for window, model, failure_reset_at, observed_at in later_failures:
+        exhausted = exhaust_windows(
+            replace(reading, windows=windows),
+            window=window or None,
+            model=model or None,
+            failure_reset_at=failure_reset_at,
+            observed_at=observed_at,
+        )
+        if exhausted is not None:
+            windows = exhausted[0]
     stored = replace(reading, windows=windows)
 
     updates: dict[str, Any] = dict(connection_updates or {})

@@ -217,3 +217,41 @@ def test_it_refuses_an_observation_time_outside_the_supported_range(
 
     error = assert_error(response, PATH, "post", 422, code="time_out_of_range")
     assert error["field"] == "observed_at"
+
+
+def test_it_keeps_a_window_spent_when_headers_older_than_its_429_arrive_after_it(
+    gateway: Api, clock: Clock
+) -> None:
+    """The gateway reports a 429 at T+20 s, then the headers of a reply it got at T+10 s: those are
+    older evidence than the 429 and must not lift its latch."""
+    make_connection(
+        "c1",
+        windows=[
+            {"name": "5h", "remaining_pct": 50.0, "reset_at": IN_2H},
+            {"name": "7d", "remaining_pct": 80.0, "reset_at": NOW + timedelta(days=3)},
+        ],
+    )
+    failure_url = "/api/v1/connections/c1/failures"
+    spent = gateway.post(
+        failure_url,
+        {
+            "status": 429,
+            "headers": {f"{U}5h-status": "rejected"},
+            "observed_at": format_utc(NOW + timedelta(seconds=20)),
+        },
+    )
+    assert spent.json()["classification"] == "quota_exhausted"
+
+    body = observe(
+        gateway, {"headers": headers(0.37), "observed_at": format_utc(NOW + timedelta(seconds=10))}
+    )
+
+    by_name = {w["name"]: w for w in body["reading"]["windows"]}
+    assert (by_name["5h"]["remaining_pct"], by_name["5h"]["latched"]) == (0.0, True)
+    assert (by_name["7d"]["remaining_pct"], by_name["7d"]["latched"]) == (80.0, False)  # its news stands
+
+    # Headers seen after the 429 are newer than it: they speak for the window again.
+    later = observe(
+        gateway, {"headers": headers(0.37), "observed_at": format_utc(NOW + timedelta(seconds=30))}
+    )
+    assert {w["name"]: w["remaining_pct"] for w in later["reading"]["windows"]}["5h"] == 63.0
