@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from ladder import models as m
 from ladder.services import bump_state_version
 from ladder.services.tokens import gateway_token_create
 from ladder_client import LadderClient
+from tests.conftest import TEST_HOTSTATE_PREFIX
 
 # LiteLLM fetches its price map from the internet at import unless told to use its local copy.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -114,7 +116,12 @@ def one_request_at_a_time(live_server: Any) -> Iterator[None]:
 
 
 @pytest.fixture
-def ladder(live_server: Any, monkeypatch: pytest.MonkeyPatch, transactional_db: None) -> Iterator[Ladder]:
+def ladder(
+    live_server: Any, monkeypatch: pytest.MonkeyPatch, settings: Any, transactional_db: None
+) -> Iterator[Ladder]:
+    # The escalation log keeps each auto id's last rung in Redis, which outlives the flushed
+    # database: every test starts from none, under a prefix of its own (removed with the run's).
+    settings.LADDER_HOTSTATE_PREFIX = f"{TEST_HOTSTATE_PREFIX}:{uuid.uuid4().hex[:12]}"
     recorder = RefreshRecorder()
     monkeypatch.setattr("ladder.api.refresh_request", recorder)
     monkeypatch.setattr("ladder.services.failures.refresh_request", recorder)
