@@ -127,7 +127,8 @@ def _well_formed_time(value: Any) -> datetime | None:
 def moment(value: Any, field: str) -> datetime:
     """An ISO 8601 time with a zone (else a 400 naming the field), within 2000-01-01..2100-01-01 UTC: a
     well-formed time outside that range is a 422 (the schema's date-time admits it; the ladder cannot
-    use it: its arithmetic would overflow)."""
+    use it: its arithmetic would overflow). Returned in UTC: PostgreSQL refuses offsets beyond ±15:59
+    that ISO 8601 (and Python) allow, e.g. -18:31."""
     when = _well_formed_time(value)
     if when is None:
         try:
@@ -145,7 +146,7 @@ def moment(value: Any, field: str) -> datetime:
             field,
             code="time_out_of_range",
         )
-    return when
+    return utc
 
 
 def headers(value: Any, field: str) -> dict[str, str]:

@@ -106,3 +106,27 @@ def test_it_documents_that_names_and_ids_are_never_blank(
 
     assert not request_validator(path).is_valid(body)
     assert assert_error(response, path, "post", 400)["field"].endswith(field)
+
+
+def test_it_stores_times_whose_offset_postgresql_would_refuse(
+    gateway: Api, clock: Clock, key: m.Connection
+) -> None:
+    # -18:31 is a valid ISO 8601 offset; PostgreSQL refuses offsets beyond ±15:59 (it was a 500 there).
+    at_now = {"observed_at": "2026-09-14T17:29:00-18:31"}  # = 2026-09-15T12:00:00Z, the API clock
+
+    failure = gateway.post("/api/v1/connections/key/failures", {"status": 500, **at_now})
+    observation = gateway.post("/api/v1/connections/key/observations", {"headers": {}, **at_now})
+    usage = gateway.post(
+        USAGE,
+        {
+            "request_id": "r1",
+            "connection_id": "key",
+            "model": "gpt-5-mini",
+            "occurred_at": "2026-09-16T06:31:00+18:31",
+        },
+    )
+
+    assert assert_schema(failure, FAILURES, "post")["classification"] == "upstream_error"
+    assert_schema(observation, OBSERVATIONS, "post")
+    assert assert_schema(usage, USAGE, "post")["events"][0]["occurred_at"] == "2026-09-15T12:00:00Z"
+    assert m.FailureEvent.objects.get().observed_at.isoformat() == "2026-09-15T12:00:00+00:00"
