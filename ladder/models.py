@@ -157,6 +157,8 @@ class Connection(models.Model):
         null=True,
         blank=True,
         default=None,
+        # null serves every catalog model of the provider, [] none (the connection is then reached only by
+        # candidates the gateway names), as in a state file. The admin form reads an empty [] as null.
         help_text='Model ids, e.g. ["claude-sonnet-4-5"]; empty = every catalog model of its provider.',
     )
 
@@ -188,18 +190,14 @@ class Connection(models.Model):
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         self.auth_type = normalise_auth_type(self.auth_type)
-        if self.models == []:
-            self.models = None  # empty = every catalog model of its provider
         super().save(*args, **kwargs)
 
     def clean(self) -> None:
         self.auth_type = normalise_auth_type(self.auth_type)
-        if self.models == []:
-            self.models = None  # empty = every catalog model of its provider
         if self.models is not None:
             message = string_list_errors(self.models)
             if message:
-                raise ValidationError({"models": f"models {message}, or empty for every catalog model"})
+                raise ValidationError({"models": f"models {message}, or null for every catalog model"})
 
     @property
     def has_credential(self) -> bool:

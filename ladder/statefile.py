@@ -96,7 +96,12 @@ def parse_time(value: Any, path: str) -> datetime:
         raise StateError(path, f"{value!r} has no zone; write Z or an offset such as +02:00")
     if not _in_range(moment):
         raise StateError(path, f"{value!r} is out of range; accepted: years {MIN_YEAR} to {MAX_YEAR}")
-    return moment
+    return _utc(moment)
+
+
+def _utc(moment: datetime) -> datetime:
+    """The same instant in UTC: PostgreSQL refuses offsets beyond ±15:59 that ISO 8601 allows."""
+    return moment if moment.tzinfo is UTC else moment.astimezone(UTC)
 
 
 MIN_YEAR, MAX_YEAR = 1970, 9000
@@ -319,7 +324,7 @@ def _fast_time(value: Any, cache: dict[str, datetime]) -> datetime:
             raise _Slow from None
         if moment.utcoffset() is None or not _in_range(moment):
             raise _Slow
-        cache[value] = moment
+        moment = cache[value] = _utc(moment)
     return moment
 
 

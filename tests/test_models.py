@@ -235,10 +235,12 @@ def test_it_converts_the_configuration_to_the_domain() -> None:
     assert config.max_reading_age_s == 180.0
 
 
-def test_it_normalises_an_empty_models_list_to_every_model() -> None:
+def test_it_keeps_an_empty_models_list_apart_from_every_model() -> None:
+    # As in a state file: null serves every catalog model of the provider, [] none.
     connection = Connection(id="c1", provider="claude", models=[])
     connection.full_clean()
-    assert connection.models is None
-    connection.models = []
     connection.save()
-    assert Connection.objects.get(pk="c1").models is None
+    Connection.objects.create(id="c2", provider="claude", models=None)
+
+    assert Connection.objects.get(pk="c1").models == []
+    assert Connection.objects.get(pk="c2").models is None

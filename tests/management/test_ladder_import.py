@@ -162,3 +162,30 @@ def test_it_refuses_duplicate_and_overlong_window_names(tmp_path: Path) -> None:
             write_state(tmp_path, {"connections": [{"id": "c", "provider": "p", "quota": quota}]}),
         )
     assert not m.Connection.objects.filter(pk="c").exists()
+
+
+@pytest.mark.django_db
+def test_it_imports_times_with_any_valid_offset(tmp_path: Path) -> None:
+    # -18:31 is valid ISO 8601 that PostgreSQL refuses (it crashed the import there); stored as UTC.
+    state = {
+        "now": "2026-08-22T12:00:00Z",
+        "connections": [
+            {
+                "id": "c1",
+                "provider": "p",
+                "cooldown_until": "2026-08-22T00:00:00-18:31",
+                "quota": {
+                    "fetched_at": "2026-08-21T17:29:00-18:31",
+                    "windows": [
+                        {"name": "5h", "remaining_pct": 50.0, "reset_at": "2026-08-23T06:31:00+18:31"}
+                    ],
+                },
+            }
+        ],
+    }
+    call_command("ladder_import", write_state(tmp_path, state), stdout=io.StringIO())
+
+    connection = export("2026-08-22T12:00:00Z")["connections"][0]
+    assert connection["cooldown_until"] == "2026-08-22T18:31:00Z"
+    assert connection["quota"]["fetched_at"] == "2026-08-22T12:00:00Z"
+    assert connection["quota"]["windows"][0]["reset_at"] == "2026-08-22T12:00:00Z"
