@@ -75,7 +75,9 @@ def bench_state(now: datetime) -> dict[str, Any]:
     state["now"] = utc(now)
     state["config"].update(max_reading_age_s=READING_AGE_S, refresh_interval_s=READING_AGE_S)
     pairs = sum(
-        1 for c in state["connections"] for m in state["models"]
+        1
+        for c in state["connections"]
+        for m in state["models"]
         if m["provider"] == c["provider"] and "coding" in m["categories"]
     )
     assert (len(state["connections"]), pairs) == (PROVIDERS * CONNECTIONS_PER_PROVIDER, PAIRS), pairs

@@ -72,13 +72,13 @@ def _hot_sql() -> dict[str, str]:
     token_fields = ", ".join(_column(m.GatewayToken, f) for f in GATEWAY_TOKEN_FIELDS)
     return {
         "version": f'SELECT {_column(m.StateVersion, "value")} FROM "{m.StateVersion._meta.db_table}" '
-        f'WHERE {_column(m.StateVersion, "id")} = 1',
-        "spend": f'SELECT {_column(m.RungSpend, "rung")}, {_column(m.RungSpend, "spent_usd")} '
+        f"WHERE {_column(m.StateVersion, 'id')} = 1",
+        "spend": f"SELECT {_column(m.RungSpend, 'rung')}, {_column(m.RungSpend, 'spent_usd')} "
         f'FROM "{m.RungSpend._meta.db_table}" WHERE {_column(m.RungSpend, "period")} = %s '
-        f'AND {_column(m.RungSpend, "period_start")} = %s',
+        f"AND {_column(m.RungSpend, 'period_start')} = %s",
         "token": f'SELECT {token_fields} FROM "{m.GatewayToken._meta.db_table}" '
-        f'WHERE {_column(m.GatewayToken, "token_hash")} = %s '
-        f'AND {_column(m.GatewayToken, "revoked_at")} IS NULL',
+        f"WHERE {_column(m.GatewayToken, 'token_hash')} = %s "
+        f"AND {_column(m.GatewayToken, 'revoked_at')} IS NULL",
     }
 
 
