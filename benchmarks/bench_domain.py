@@ -5,6 +5,7 @@ process. Prints figures; the last line is ratio=t20000/t10000."""
 
 from __future__ import annotations
 
+import atexit
 import io
 import json
 import os
@@ -12,6 +13,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -38,7 +40,8 @@ def time_pairs(pairs: int, repeat: int = 7) -> float:
     return statistics.median(samples)
 
 
-def time_offline_resolver(connections: int, repeat: int = 21) -> float:
+def offline_resolver_call(connections: int) -> Callable[[], None]:
+    """One `ladder_resolve` through call_command over `connections` connections, JSON in and out."""
     import django
     from django.core.management import call_command
 
@@ -49,20 +52,17 @@ def time_offline_resolver(connections: int, repeat: int = 21) -> float:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump(document, fh)
         path = fh.name
-    samples = []
-    try:
-        for _ in range(repeat):
-            out = io.StringIO()
-            start = time.perf_counter()
-            call_command("ladder_resolve", path, stdout=out)
-            samples.append(time.perf_counter() - start)
-            json.loads(out.getvalue())
-    finally:
-        os.unlink(path)
-    return statistics.median(samples)
+    atexit.register(os.unlink, path)
+
+    def call() -> None:
+        out = io.StringIO()
+        call_command("ladder_resolve", path, stdout=out)
+        json.loads(out.getvalue())  # outside the contract's clock, but proves the answer is whole
+
+    return call
 
 
-def time_litellm(deployments: int, strategy: str, repeat: int = 21) -> float | None:
+def litellm_call(deployments: int, strategy: str) -> Callable[[], None] | None:
     """LiteLLM's Router picking one deployment of a group of `deployments` (None: LiteLLM absent)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download at import
     try:
@@ -85,12 +85,24 @@ def time_litellm(deployments: int, strategy: str, repeat: int = 21) -> float | N
     ]
     router = Router(model_list=model_list, routing_strategy=strategy)
     messages = [{"role": "user", "content": "hello"}]
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
+
+    def call() -> None:
         router.get_available_deployment(model="group", messages=messages)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+
+    return call
+
+
+def side_by_side(calls: dict[str, Callable[[], None]], rounds: int = 31) -> dict[str, list[float]]:
+    """Interleaved: each round times every contender once, so a noisy moment hits them all alike."""
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for call in calls.values():
+        call()  # warm: imports, first-call caches
+    for _ in range(rounds):
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call()
+            samples[name].append(time.perf_counter() - start)
+    return samples
 
 
 def main() -> None:
@@ -98,18 +110,29 @@ def main() -> None:
     t20 = time_pairs(20_000)
     print(f"resolve 10000 pairs: {t10 * 1000:.1f} ms")
     print(f"resolve 20000 pairs: {t20 * 1000:.1f} ms")
-    offline = time_offline_resolver(1000)
+    calls = {"offline": offline_resolver_call(1000)}
+    usage_based = litellm_call(1000, "usage-based-routing")
+    shuffle = litellm_call(1000, "simple-shuffle")
+    if usage_based is not None and shuffle is not None:
+        calls |= {"usage-based": usage_based, "shuffle": shuffle}
+    samples = side_by_side(calls)
+    offline = statistics.median(samples["offline"])
     print(f"ladder_resolve over 1000 connections via call_command (JSON in and out): {offline * 1000:.2f} ms")
-    usage_based = time_litellm(1000, "usage-based-routing")
-    shuffle = time_litellm(1000, "simple-shuffle")
-    if usage_based is None or shuffle is None:
+    if len(calls) == 1:
         print("litellm: not installed (pip install .[litellm]); no side-by-side figure")
     else:
-        print(f"litellm Router, 1 of 1000 deployments, usage-based-routing: {usage_based * 1000:.2f} ms")
-        print(f"litellm Router, 1 of 1000 deployments, simple-shuffle: {shuffle * 1000:.2f} ms")
+        for name in ("usage-based", "shuffle"):
+            figure = statistics.median(samples[name]) * 1000
+            print(f"litellm Router, 1 of 1000 deployments, {name}: {figure:.2f} ms")
+        # The median of each round's own ratio: both sides of a ratio timed in the same round.
+        per_round = {
+            name: statistics.median(o / t for o, t in zip(samples["offline"], samples[name], strict=True))
+            for name in ("usage-based", "shuffle")
+        }
         print(
-            f"offline resolver / litellm usage-based = {offline / usage_based:.3f} (target <= 0.2); "
-            f"/ simple-shuffle = {offline / shuffle:.3f}"
+            f"offline resolver / litellm usage-based = {per_round['usage-based']:.3f} (target <= 0.2); "
+            f"/ simple-shuffle = {per_round['shuffle']:.3f}  (median of {len(samples['offline'])} "
+            "interleaved rounds)"
         )
     # resolution_to_dict is part of every answer: make sure it is cheap too
     state = parse_state(synthetic_state(providers=20, connections_per_provider=100, models_per_provider=10))

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import orjson
 import redis
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection as db_connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 
 from ladder import models as m
@@ -202,7 +203,7 @@ def models_list(request: HttpRequest) -> JsonResponse:
 
 
 @api_view(methods=("POST",), scope="resolve")
-def pools_resolve(request: HttpRequest) -> JsonResponse:
+def pools_resolve(request: HttpRequest) -> HttpResponse:
     payload = resolve_input(read_json_body(request))
     try:
         parse_auto_id(payload.model)
@@ -213,7 +214,8 @@ def pools_resolve(request: HttpRequest) -> JsonResponse:
     escalation_observe(resolution=resolution, now=now)  # the audit trail; never raises
     if resolution.refresh:
         _refresh(list(resolution.refresh))
-    return JsonResponse(resolution_to_dict(resolution))
+    # The hot path: orjson writes the (often 100 kB) document several times faster than json.dumps.
+    return HttpResponse(orjson.dumps(resolution_to_dict(resolution)), content_type="application/json")
 
 
 def _refresh(connection_ids: list[str]) -> None:

@@ -82,10 +82,14 @@ class Reason:
 def construct(cls: type[T], values: dict[str, Any]) -> T:
     """A frozen dataclass from a complete set of already-checked field values, without its generated
     __init__: that one sets every field through object.__setattr__, the cost that dominates parsing a
-    large state. Only for classes without __post_init__ or slots; every field must be given."""
-    instance = object.__new__(cls)
-    instance.__dict__.update(values)
+    large state. Only for classes without __post_init__ or slots; every field must be given. `values`
+    becomes the instance's own __dict__ (no copy): pass a fresh dict and never touch it again."""
+    instance = _new(cls)
+    _setattr(instance, "__dict__", values)
     return instance
+
+
+_new, _setattr = object.__new__, object.__setattr__
 
 
 @dataclass(frozen=True)

@@ -293,10 +293,27 @@ def huge_remaining() -> str:
     return json.dumps(document)
 
 
+def remaining_written_as(literal: str) -> str:
+    # JSON that the fast decoder refuses and Python's json reads (NaN, 1e400): the same field message.
+    document = state()
+    document["connections"][0]["quota"]["windows"][0]["remaining_pct"] = "LITERAL"
+    text = json.dumps(document)
+    assert text.count('"LITERAL"') == 1
+    return text.replace('"LITERAL"', literal)
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
         (huge_remaining(), "connections[0].quota.windows[0].remaining_pct: must be between 0 and 100"),
+        (
+            remaining_written_as("NaN"),
+            "connections[0].quota.windows[0].remaining_pct: must be between 0 and 100",
+        ),
+        (
+            remaining_written_as("1e400"),
+            "connections[0].quota.windows[0].remaining_pct: must be between 0 and 100",
+        ),
         ("[" * 100_000, "nested too deeply"),
         (
             json.dumps(state(now="9999-12-31T23:59:59-10:00")),
