@@ -169,10 +169,6 @@ class ConnectionForm(ModelForm):
         cleaned = super().clean() or {}
         return self._clean_credential_pair(cleaned)
 
-    def clean_models(self) -> Any:
-        models = self.cleaned_data.get("models")
-        return None if models == [] else models  # the help text's "empty = every catalog model"
-
     def clean_credential(self) -> str:
         value = (self.cleaned_data.get("credential") or "").strip()
         problem = credential_problem(value) if value else None

@@ -157,9 +157,9 @@ class Connection(models.Model):
         null=True,
         blank=True,
         default=None,
-        # null serves every catalog model of the provider, [] none (the connection is then reached only by
-        # candidates the gateway names), as in a state file. The admin form reads an empty [] as null.
-        help_text='Model ids, e.g. ["claude-sonnet-4-5"]; empty = every catalog model of its provider.',
+        # As in a state file: null serves every catalog model of the provider, [] none.
+        help_text='Model ids, e.g. ["claude-sonnet-4-5"]. Leave empty for every catalog model of its provider; '
+        "[] for none (the connection then serves only candidates the gateway names).",
     )
 
     class Meta:

@@ -330,10 +330,19 @@ def test_it_keeps_readings_read_only_in_the_admin(
     assert type(row).objects.count() == before
 
 
-def test_it_stores_an_empty_models_list_as_every_model(admin_client: Client) -> None:
+@pytest.mark.parametrize(("typed", "stored"), [("", None), ("[]", []), ('["m1"]', ["m1"])])
+def test_it_stores_the_models_field_as_typed(admin_client: Client, typed: str, stored: Any) -> None:
+    # Empty: every catalog model of the provider; []: none. An imported [] survives an edit in the admin.
     response = admin_client.post(
-        reverse("admin:ladder_connection_add"), connection_form(id="c-empty", models="[]")
+        reverse("admin:ladder_connection_add"), connection_form(id="c-models", models=typed)
     )
-
     assert response.status_code == 302, response.content[:2000]
-    assert Connection.objects.get(pk="c-empty").models is None
+    assert Connection.objects.get(pk="c-models").models == stored
+
+    page = admin_client.get(reverse("admin:ladder_connection_change", args=["c-models"]))
+    edited = admin_client.post(
+        reverse("admin:ladder_connection_change", args=["c-models"]),
+        connection_form(id="c-models", models=page.context["adminform"].form["models"].value(), enabled=""),
+    )
+    assert edited.status_code == 302, edited.content[:2000]
+    assert Connection.objects.get(pk="c-models").models == stored
