@@ -158,8 +158,8 @@ class Connection(models.Model):
         blank=True,
         default=None,
         # As in a state file: null serves every catalog model of the provider, [] none.
-        help_text='Model ids, e.g. ["claude-sonnet-4-5"]. Leave empty for every catalog model of its provider; '
-        "[] for none (the connection then serves only candidates the gateway names).",
+        help_text='Model ids, e.g. ["claude-sonnet-4-5"]. Leave empty for every catalog model of its '
+        "provider; [] for none (the connection then serves only candidates the gateway names).",
     )
 
     class Meta:
