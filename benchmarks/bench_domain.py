@@ -1,7 +1,9 @@
 """Domain benchmark: resolve 10,000 and 20,000 (candidate, connection) pairs; the offline resolver
 over 1,000 connections through call_command, side by side with what users would pick instead —
-LiteLLM's router choosing one deployment among 1,000 (usage-based, and a plain shuffle), in the same
-process. Prints figures; the last line is ratio=t20000/t10000."""
+LiteLLM's router choosing one deployment among 1,000 (usage-based, and a plain shuffle). Each
+contender runs in a process of its own (as each runs in production: the ladder's resolver never shares
+a heap with LiteLLM's router), and the rounds interleave them so that a noisy moment hits them all.
+Prints figures; the last line is ratio=t20000/t10000."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import io
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -92,17 +95,62 @@ def litellm_call(deployments: int, strategy: str) -> Callable[[], None] | None:
     return call
 
 
-def side_by_side(calls: dict[str, Callable[[], None]], rounds: int = 31) -> dict[str, list[float]]:
-    """Interleaved: each round times every contender once, so a noisy moment hits them all alike."""
-    samples: dict[str, list[float]] = {name: [] for name in calls}
-    for call in calls.values():
-        call()  # warm: imports, first-call caches
-    for _ in range(rounds):
-        for name, call in calls.items():
-            start = time.perf_counter()
-            call()
-            samples[name].append(time.perf_counter() - start)
-    return samples
+CONTENDERS: dict[str, Callable[[], Callable[[], None] | None]] = {
+    "offline": lambda: offline_resolver_call(1000),
+    "usage-based": lambda: litellm_call(1000, "usage-based-routing"),
+    "shuffle": lambda: litellm_call(1000, "simple-shuffle"),
+}
+
+
+def contender(name: str) -> None:
+    """A contender's own process: one timed call per line read from stdin, its time on stdout."""
+    call = CONTENDERS[name]()
+    if call is None:
+        print("ABSENT", flush=True)
+        return
+    call()  # warm: imports, first-call caches
+    print("READY", flush=True)
+    for _ in sys.stdin:
+        start = time.perf_counter()
+        call()
+        print(f"T {time.perf_counter() - start:.9f}", flush=True)
+
+
+def _answer(process: subprocess.Popen[str]) -> str:
+    assert process.stdout is not None
+    for line in process.stdout:  # anything a library prints on its own is skipped
+        if line.startswith(("T ", "READY", "ABSENT")):
+            return line.strip()
+    raise RuntimeError(f"contender exited with {process.wait()}")
+
+
+def side_by_side(names: list[str], rounds: int = 31) -> dict[str, list[float]]:
+    """Interleaved: each round times every contender once, each in its own process."""
+    processes = {
+        name: subprocess.Popen(
+            [sys.executable, __file__, "--contender", name],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for name in names
+    }
+    try:
+        present = [name for name, process in processes.items() if _answer(process) == "READY"]
+        samples: dict[str, list[float]] = {name: [] for name in present}
+        for _ in range(rounds):
+            for name in present:
+                process = processes[name]
+                assert process.stdin is not None
+                process.stdin.write("go\n")
+                process.stdin.flush()
+                samples[name].append(float(_answer(process)[2:]))
+        return samples
+    finally:
+        for process in processes.values():
+            if process.stdin is not None:
+                process.stdin.close()
+            process.wait(timeout=30)
 
 
 def main() -> None:
@@ -110,15 +158,10 @@ def main() -> None:
     t20 = time_pairs(20_000)
     print(f"resolve 10000 pairs: {t10 * 1000:.1f} ms")
     print(f"resolve 20000 pairs: {t20 * 1000:.1f} ms")
-    calls = {"offline": offline_resolver_call(1000)}
-    usage_based = litellm_call(1000, "usage-based-routing")
-    shuffle = litellm_call(1000, "simple-shuffle")
-    if usage_based is not None and shuffle is not None:
-        calls |= {"usage-based": usage_based, "shuffle": shuffle}
-    samples = side_by_side(calls)
+    samples = side_by_side(list(CONTENDERS))
     offline = statistics.median(samples["offline"])
     print(f"ladder_resolve over 1000 connections via call_command (JSON in and out): {offline * 1000:.2f} ms")
-    if len(calls) == 1:
+    if len(samples) == 1:
         print("litellm: not installed (pip install .[litellm]); no side-by-side figure")
     else:
         for name in ("usage-based", "shuffle"):
@@ -132,7 +175,7 @@ def main() -> None:
         print(
             f"offline resolver / litellm usage-based = {per_round['usage-based']:.3f} (target <= 0.2); "
             f"/ simple-shuffle = {per_round['shuffle']:.3f}  (median of {len(samples['offline'])} "
-            "interleaved rounds)"
+            "interleaved rounds, one process each)"
         )
     # resolution_to_dict is part of every answer: make sure it is cheap too
     state = parse_state(synthetic_state(providers=20, connections_per_provider=100, models_per_provider=10))
@@ -145,4 +188,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--contender"]:
+        contender(sys.argv[2])
+    else:
+        main()

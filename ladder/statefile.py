@@ -503,9 +503,11 @@ def parse_candidates(value: Any, path: str) -> tuple[Candidate, ...] | None:
 
 
 def _unique(items: Sequence[T], key: Callable[[T], object], path: str, what: str) -> None:
+    keys = [key(item) for item in items]
+    if len(set(keys)) == len(keys):
+        return
     seen: dict[object, int] = {}
-    for index, item in enumerate(items):
-        k = key(item)
+    for index, k in enumerate(keys):
         if k in seen:
             raise StateError(_join(path, index), f"duplicate {what} (same as {_join(path, seen[k])})")
         seen[k] = index
@@ -629,7 +631,7 @@ def load_json_text(text: str) -> Any:
     try:
         return orjson.loads(text)  # a few times faster than json on a large state
     except orjson.JSONDecodeError:
-        pass  # what orjson refuses (NaN, huge integers, lone surrogates, deep nesting): json decides
+        pass  # what orjson refuses (NaN, numbers past a double, lone surrogates, deep nesting): json decides
     try:
         return json.loads(text)
     except ValueError as exc:

@@ -23,7 +23,11 @@ def scope_matches(scope_models: tuple[str, ...], model: str) -> bool:
 
 
 def applicable_windows(reading: Reading, model: str) -> tuple[Window, ...]:
-    return tuple(w for w in reading.windows if scope_matches(w.scope_models, model))
+    windows = reading.windows
+    for window in windows:
+        if window.scope_models:
+            return tuple([w for w in windows if scope_matches(w.scope_models, model)])
+    return windows  # no window is scoped (the usual reading): all apply
 
 
 def is_exhausted(window: Window, config: LadderConfig) -> bool:
