@@ -58,6 +58,14 @@ def fake() -> Iterator[FakeOpenAI]:
         yield running
 
 
+@pytest.fixture
+def gateway(ladder: Ladder) -> Iterator[LadderClient]:
+    """A client of the running ladder, closed after its test: a connection it keeps open keeps a
+    live-server thread, and that thread's database session, alive past the test run."""
+    with ladder.client() as client:
+        yield client
+
+
 def deployment(fake: FakeOpenAI, group: str, route: str, **ladder_keys: str) -> dict[str, Any]:
     return {
         "model_name": group,
@@ -163,10 +171,10 @@ def test_the_callback_never_fails_a_request_when_the_ladder_is_down(
     assert any("could not report the usage" in record.getMessage() for record in caplog.records)
 
 
-def test_it_reports_a_failure_handed_to_both_hooks_once(fake: FakeOpenAI, ladder: Ladder) -> None:
+def test_it_reports_a_failure_handed_to_both_hooks_once(fake: FakeOpenAI, gateway: LadderClient) -> None:
     fake.exhaust_plan(reset_in_s=60)
     router = litellm.Router(model_list=[deployment(fake, "plain", "plan", **plan_keys())], num_retries=0)
-    callback = LadderCallback(LadderClient(ladder.url, ladder.token))
+    callback = LadderCallback(gateway)
     seen: list[BaseException] = []
 
     class Recorder(CustomLogger):
@@ -212,8 +220,8 @@ def test_uninstall_leaves_the_callback_in_no_litellm_list(fake: FakeOpenAI) -> N
     assert not [name for name in CALLBACK_LISTS if callback in getattr(litellm, name)]
 
 
-def test_it_drops_quota_headers_older_than_a_reported_failure(ladder: Ladder) -> None:
-    client = LadderClient(ladder.url, ladder.token)
+def test_it_drops_quota_headers_older_than_a_reported_failure(gateway: LadderClient) -> None:
+    client = gateway
     callback = LadderCallback(client)
     now = datetime.now(UTC)
     reset_at = now + timedelta(minutes=5)
@@ -275,7 +283,9 @@ def test_the_example_of_the_docs_runs(
     }.items():
         monkeypatch.setenv(name, value)
 
-    exec(compile(example, "docs/LITELLM.md", "exec"), {"__name__": "example"})
+    namespace: dict[str, Any] = {"__name__": "example"}
+    exec(compile(example, "docs/LITELLM.md", "exec"), namespace)
+    namespace["ladder"].close()  # the example's client: an open connection outlives the test (see gateway)
 
     # LiteLLM logs to stdout too: the example's own lines are those about the groups.
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("auto/")]
@@ -290,7 +300,7 @@ def test_the_example_of_the_docs_runs(
 
 
 def test_it_also_installs_through_the_deprecated_set_custom_routing_strategy(
-    ladder: Ladder, fake: FakeOpenAI
+    gateway: LadderClient, fake: FakeOpenAI
 ) -> None:
     router = litellm.Router(
         model_list=[
@@ -300,9 +310,7 @@ def test_it_also_installs_through_the_deprecated_set_custom_routing_strategy(
         num_retries=0,
     )
     with pytest.deprecated_call():
-        router.set_custom_routing_strategy(
-            LadderRoutingStrategy(router, LadderClient(ladder.url, ladder.token))
-        )
+        router.set_custom_routing_strategy(LadderRoutingStrategy(router, gateway))
 
     router.completion(model="auto/thrifty", messages=MESSAGES)
 
