@@ -370,10 +370,8 @@ def _fast_window(value: Any, cache: dict[str, datetime]) -> Window:
         raise _Slow  # null where a list is expected: the careful parser names it
     else:
         scope = ()
-    window = _new(Window)  # construct(), inlined: thousands of windows in a large state
-    _setattr(
-        window,
-        "__dict__",
+    return construct(
+        Window,
         {
             "name": name,
             "remaining_pct": pct,
@@ -382,7 +380,6 @@ def _fast_window(value: Any, cache: dict[str, datetime]) -> Window:
             "latched": latched,
         },
     )
-    return window
 
 
 def _fast_reading(value: Any, cache: dict[str, datetime]) -> Reading | None:
@@ -399,10 +396,8 @@ def _fast_reading(value: Any, cache: dict[str, datetime]) -> Reading | None:
         raise _Slow
     if observed is not None and observed not in OBSERVED_OVERAGES:
         raise _Slow
-    reading = _new(Reading)
-    _setattr(
-        reading,
-        "__dict__",
+    return construct(
+        Reading,
         {
             "fetched_at": _fast_time(get("fetched_at"), cache),
             "windows": tuple([_fast_window(w, cache) for w in windows]),
@@ -412,10 +407,6 @@ def _fast_reading(value: Any, cache: dict[str, datetime]) -> Reading | None:
             "note": "",
         },
     )
-    return reading
-
-
-_new, _setattr = object.__new__, object.__setattr__
 
 
 def _fast_connection(value: Any, cache: dict[str, datetime]) -> Connection:
