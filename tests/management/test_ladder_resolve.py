@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -107,6 +108,43 @@ def test_it_prints_the_resolution_as_json(tmp_path: Path) -> None:
         ("cheap-model", "cheap"),
     ]
     assert err == ""
+
+
+def many_connections(count: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"s{index}",
+            "provider": "planned",
+            "auth_type": "oauth",
+            "quota": {
+                "fetched_at": "2026-08-22T11:59:00Z",
+                "windows": [{"name": "5h", "remaining_pct": 40.0, "reset_at": "2026-08-22T14:00:00Z"}],
+            },
+        }
+        for index in range(count)
+    ]
+
+
+def test_no_cyclic_collection_runs_while_it_parses_and_resolves(
+    tmp_path: Path, gc_collections: list[int]
+) -> None:
+    # 1,000 connections allocate thousands of objects: the collector would run many times (ladder.gcpause)
+    path = write(tmp_path, state(connections=many_connections(1000)))
+    gc_collections.clear()  # building the file ran some
+
+    document, _ = resolve_via_command(str(path))
+
+    # At most the young collection that fell due during the pause, run by the first allocation after it
+    assert gc_collections in ([], [0])
+    assert gc.isenabled()
+    assert len(document["pool"][0]["allowed_connection_ids"]) == 1000
+
+
+def test_the_collector_is_back_on_after_a_refused_file(tmp_path: Path) -> None:
+    connections = many_connections(100)
+    connections[99]["quota"]["windows"][0]["remaining_pct"] = 101
+    refusal(str(write(tmp_path, state(connections=connections))))
+    assert gc.isenabled()
 
 
 def test_it_answers_an_empty_pool_with_success(tmp_path: Path) -> None:

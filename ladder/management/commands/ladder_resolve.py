@@ -11,6 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from ladder.domain import AutoIdError, resolution_to_dict, resolve
+from ladder.gcpause import paused_gc
 from ladder.statefile import StateError, load_json_text, parse_state, parse_time, state_to_dict
 
 
@@ -60,15 +61,16 @@ class Command(BaseCommand):
             raise StateError("", f"cannot read {path}: {exc.strerror}") from None
         except UnicodeDecodeError as exc:
             raise StateError("", f"{path} is not UTF-8 text (byte {exc.start})") from None
-        state = parse_state(load_json_text(text))
-        now = parse_time(options["now"], "--now") if options["now"] is not None else state.now
-        if now is None:
-            raise StateError("now", "is required (or pass --now)")
-        model = options["model"] if options["model"] is not None else state.model
-        if model is None:
-            raise StateError("request.model", "is required (or pass --model)")
-        resolution = resolve(state.snapshot, model, state.candidates, now)
-        return resolution_to_dict(resolution)
+        with paused_gc():  # the state is a large acyclic graph (ladder.gcpause)
+            state = parse_state(load_json_text(text))
+            now = parse_time(options["now"], "--now") if options["now"] is not None else state.now
+            if now is None:
+                raise StateError("now", "is required (or pass --now)")
+            model = options["model"] if options["model"] is not None else state.model
+            if model is None:
+                raise StateError("request.model", "is required (or pass --model)")
+            resolution = resolve(state.snapshot, model, state.candidates, now)
+            return resolution_to_dict(resolution)
 
     def _export(self, options: dict[str, Any]) -> dict[str, Any]:
         from ladder.selectors import snapshot_load

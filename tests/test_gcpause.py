@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+from ladder.gcpause import paused_gc
+
+
+class Node:
+    def __init__(self) -> None:
+        self.me = self  # a reference cycle: only the cyclic collector frees it
+
+
+@pytest.fixture(autouse=True)
+def _collector_restored() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    yield
+    if was_enabled:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+def test_no_collection_runs_inside_the_block(gc_collections: list[int]) -> None:
+    gc.enable()
+    with paused_gc():
+        nodes = [Node() for _ in range(20_000)]  # far past the young generation's threshold (700)
+    assert gc_collections == []
+    assert gc.isenabled()
+    del nodes
+
+
+def test_collection_is_deferred_not_lost() -> None:
+    gc.enable()
+    with paused_gc():
+        node = Node()
+        ref = weakref.ref(node)
+        del node
+        assert ref() is not None  # a cycle: reference counting cannot free it
+    gc.collect()
+    assert ref() is None
+
+
+def test_the_collector_is_back_on_after_an_exception() -> None:
+    gc.enable()
+    with pytest.raises(ValueError, match="bad state"), paused_gc():
+        raise ValueError("bad state")
+    assert gc.isenabled()
+
+
+def test_a_collector_switched_off_by_someone_else_stays_off() -> None:
+    gc.disable()
+    with paused_gc():
+        pass
+    assert not gc.isenabled()
+
+
+def test_an_inner_block_leaves_the_outer_one_paused() -> None:
+    gc.enable()
+    with paused_gc():
+        with paused_gc():
+            pass
+        assert not gc.isenabled()
+    assert gc.isenabled()
