@@ -370,15 +370,11 @@ def _fast_window(value: Any, cache: dict[str, datetime]) -> Window:
         raise _Slow  # null where a list is expected: the careful parser names it
     else:
         scope = ()
+    if reset is not None:
+        reset = (type(reset) is str and cache.get(reset)) or _fast_time(reset, cache)
     return construct(
         Window,
-        {
-            "name": name,
-            "remaining_pct": pct,
-            "reset_at": None if reset is None else _fast_time(reset, cache),
-            "scope_models": scope,
-            "latched": latched,
-        },
+        {"name": name, "remaining_pct": pct, "reset_at": reset, "scope_models": scope, "latched": latched},
     )
 
 
@@ -396,10 +392,11 @@ def _fast_reading(value: Any, cache: dict[str, datetime]) -> Reading | None:
         raise _Slow
     if observed is not None and observed not in OBSERVED_OVERAGES:
         raise _Slow
+    fetched = get("fetched_at")
     return construct(
         Reading,
         {
-            "fetched_at": _fast_time(get("fetched_at"), cache),
+            "fetched_at": (type(fetched) is str and cache.get(fetched)) or _fast_time(fetched, cache),
             "windows": tuple([_fast_window(w, cache) for w in windows]),
             "source": source,
             "verifiable": verifiable,
@@ -431,8 +428,20 @@ def _fast_connection(value: Any, cache: dict[str, datetime]) -> Connection:
     override = get("overage_override")
     if override is not None and override not in OVERAGES:
         raise _Slow
+    # Most connections leave these out: each is checked only when given.
+    disabled_reason = get("disabled_reason")
+    if disabled_reason is not None:
+        disabled_reason = _fast_optional_str(disabled_reason)
+    base_url = get("base_url")
+    if base_url is not None:
+        base_url = _fast_optional_str(base_url)
     cooldown = get("cooldown_until")
+    if cooldown is not None:
+        cooldown = _fast_time(cooldown, cache)
     models = get("models")
+    if models is not None:
+        models = _fast_str_tuple(models)
+    quota = get("quota")
     return construct(
         Connection,
         {
@@ -441,12 +450,12 @@ def _fast_connection(value: Any, cache: dict[str, datetime]) -> Connection:
             "auth_type": auth_type,
             "keyless": keyless,
             "enabled": enabled,
-            "disabled_reason": _fast_optional_str(get("disabled_reason")),
-            "base_url": _fast_optional_str(get("base_url")),
-            "cooldown_until": None if cooldown is None else _fast_time(cooldown, cache),
+            "disabled_reason": disabled_reason,
+            "base_url": base_url,
+            "cooldown_until": cooldown,
             "overage_override": override,
-            "models": None if models is None else _fast_str_tuple(models),
-            "reading": _fast_reading(get("quota"), cache),
+            "models": models,
+            "reading": None if quota is None else _fast_reading(quota, cache),
         },
     )
 

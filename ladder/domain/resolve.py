@@ -172,7 +172,7 @@ def _facts_table(snapshot: Snapshot) -> dict[str, Facts]:
             scopes: tuple[tuple[str, ...], ...] = ()
             if reading is not None:
                 observed = reading.observed_overage
-                scopes = tuple(w.scope_models for w in reading.windows if w.scope_models)
+                scopes = tuple([w.scope_models for w in reading.windows if w.scope_models])
             kind = (
                 connection.keyless,
                 connection.provider,
@@ -444,7 +444,7 @@ def _judge_case(
         pair = _judge_thrifty(connection, rung, model, budgets.get(rung), snapshot.config, now)
     if pair.reason == Reason.READING_STALE:
         return pair, False  # its detail tells the reading's age: true at this moment only
-    if memo.room():
+    if memo.stored < MEMO_MAX_VERDICTS:
         memo.by_case[key] = pair
         memo.stored += 1
     return pair, True
@@ -509,7 +509,7 @@ def resolve(
                     budgets,
                     now,
                 )
-                if keep and memo.room():
+                if keep and memo.stored < MEMO_MAX_VERDICTS:
                     memo.stored += 1
                     verdicts[connection_id] = pair
             if pair.refresh:

@@ -26,7 +26,7 @@ def applicable_windows(reading: Reading, model: str) -> tuple[Window, ...]:
     windows = reading.windows
     for window in windows:
         if window.scope_models:
-            return tuple([w for w in windows if scope_matches(w.scope_models, model)])
+            return tuple([w for w in windows if not w.scope_models or scope_matches(w.scope_models, model)])
     return windows  # no window is scoped (the usual reading): all apply
 
 
