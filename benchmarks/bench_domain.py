@@ -3,6 +3,7 @@ over 1,000 connections through call_command, side by side with what users would 
 LiteLLM's router choosing one deployment among 1,000 (usage-based, and a plain shuffle). Each
 contender runs in a process of its own (as each runs in production: the ladder's resolver never shares
 a heap with LiteLLM's router), and the rounds interleave them so that a noisy moment hits them all.
+Each round times a short burst per contender: its first call after idle, and the rest warm.
 Prints figures; the last line is ratio=t20000/t10000."""
 
 from __future__ import annotations
@@ -103,17 +104,21 @@ CONTENDERS: dict[str, Callable[[], Callable[[], None] | None]] = {
 
 
 def contender(name: str) -> None:
-    """A contender's own process: one timed call per line read from stdin, its time on stdout."""
+    """A contender's own process: per line read from stdin ("go N"), N timed calls back to back, their
+    times on one line of stdout."""
     call = CONTENDERS[name]()
     if call is None:
         print("ABSENT", flush=True)
         return
     call()  # warm: imports, first-call caches
     print("READY", flush=True)
-    for _ in sys.stdin:
-        start = time.perf_counter()
-        call()
-        print(f"T {time.perf_counter() - start:.9f}", flush=True)
+    for line in sys.stdin:
+        times = []
+        for _ in range(int(line.split()[1])):
+            start = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - start)
+        print("T " + " ".join(f"{t:.9f}" for t in times), flush=True)
 
 
 def _answer(process: subprocess.Popen[str]) -> str:
@@ -124,8 +129,10 @@ def _answer(process: subprocess.Popen[str]) -> str:
     raise RuntimeError(f"contender exited with {process.wait()}")
 
 
-def side_by_side(names: list[str], rounds: int = 31) -> dict[str, list[float]]:
-    """Interleaved: each round times every contender once, each in its own process."""
+def side_by_side(names: list[str], rounds: int = 31, burst: int = 4) -> dict[str, list[list[float]]]:
+    """Interleaved: each round times a burst of `burst` calls of every contender, each contender in its
+    own process. A burst's first call comes after the process sat idle while the others ran (its caches
+    taken by them); the calls after it run warm, as in a loop."""
     processes = {
         name: subprocess.Popen(
             [sys.executable, __file__, "--contender", name],
@@ -137,14 +144,14 @@ def side_by_side(names: list[str], rounds: int = 31) -> dict[str, list[float]]:
     }
     try:
         present = [name for name, process in processes.items() if _answer(process) == "READY"]
-        samples: dict[str, list[float]] = {name: [] for name in present}
+        samples: dict[str, list[list[float]]] = {name: [] for name in present}
         for _ in range(rounds):
             for name in present:
                 process = processes[name]
                 assert process.stdin is not None
-                process.stdin.write("go\n")
+                process.stdin.write(f"go {burst}\n")
                 process.stdin.flush()
-                samples[name].append(float(_answer(process)[2:]))
+                samples[name].append([float(t) for t in _answer(process)[2:].split()])
         return samples
     finally:
         for process in processes.values():
@@ -159,24 +166,34 @@ def main() -> None:
     print(f"resolve 10000 pairs: {t10 * 1000:.1f} ms")
     print(f"resolve 20000 pairs: {t20 * 1000:.1f} ms")
     samples = side_by_side(list(CONTENDERS))
-    offline = statistics.median(samples["offline"])
-    print(f"ladder_resolve over 1000 connections via call_command (JSON in and out): {offline * 1000:.2f} ms")
+    # Per round and contender: the burst's first call (after idle) and the median of the others (warm).
+    idle = {name: [burst[0] for burst in bursts] for name, bursts in samples.items()}
+    warm = {name: [statistics.median(burst[1:]) for burst in bursts] for name, bursts in samples.items()}
+    print(
+        "ladder_resolve over 1000 connections via call_command (JSON in and out): "
+        f"{statistics.median(warm['offline']) * 1000:.2f} ms warm, "
+        f"{statistics.median(idle['offline']) * 1000:.2f} ms after idle"
+    )
     if len(samples) == 1:
         print("litellm: not installed (pip install .[litellm]); no side-by-side figure")
     else:
         for name in ("usage-based", "shuffle"):
-            figure = statistics.median(samples[name]) * 1000
-            print(f"litellm Router, 1 of 1000 deployments, {name}: {figure:.2f} ms")
+            print(
+                f"litellm Router, 1 of 1000 deployments, {name}: "
+                f"{statistics.median(warm[name]) * 1000:.2f} ms warm, "
+                f"{statistics.median(idle[name]) * 1000:.2f} ms after idle"
+            )
         # The median of each round's own ratio: both sides of a ratio timed in the same round.
-        per_round = {
-            name: statistics.median(o / t for o, t in zip(samples["offline"], samples[name], strict=True))
-            for name in ("usage-based", "shuffle")
-        }
-        print(
-            f"offline resolver / litellm usage-based = {per_round['usage-based']:.3f} (target <= 0.2); "
-            f"/ simple-shuffle = {per_round['shuffle']:.3f}  (median of {len(samples['offline'])} "
-            "interleaved rounds, one process each)"
-        )
+        for label, times in (("warm", warm), ("after idle", idle)):
+            ratios = {
+                name: statistics.median(o / t for o, t in zip(times["offline"], times[name], strict=True))
+                for name in ("usage-based", "shuffle")
+            }
+            print(
+                f"offline resolver / litellm usage-based, {label} = {ratios['usage-based']:.3f} "
+                f"(target <= 0.2); / simple-shuffle = {ratios['shuffle']:.3f}  "
+                f"(median of {len(times['offline'])} interleaved rounds, one process each)"
+            )
     # resolution_to_dict is part of every answer: make sure it is cheap too
     state = parse_state(synthetic_state(providers=20, connections_per_provider=100, models_per_provider=10))
     assert state.now is not None

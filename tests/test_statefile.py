@@ -23,7 +23,14 @@ from ladder.domain import (
     resolution_to_dict,
     resolve,
 )
-from ladder.statefile import StateError, load_json_text, parse_connection, parse_state, state_to_dict
+from ladder.statefile import (
+    StateError,
+    dump_json_text,
+    load_json_text,
+    parse_connection,
+    parse_state,
+    state_to_dict,
+)
 
 NOW = datetime(2026, 8, 22, 12, 0, tzinfo=UTC)
 
@@ -406,6 +413,19 @@ def test_it_reports_bad_json_without_a_traceback() -> None:
         load_json_text("{not json")
     assert "JSON" in str(info.value)
     assert load_json_text('{"now": null}') == {"now": None}
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"provider": "café", "ids": ["a", "b"], "retry_at": None, "rung_index": 3},
+        {"provider": "p\ud800"},  # a lone surrogate json let in: written back as json would
+    ],
+)
+def test_it_writes_compact_json_that_reads_back_the_same(document: dict[str, Any]) -> None:
+    text = dump_json_text(document)
+    assert text == json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    assert json.loads(text) == document
 
 
 # --- export round trip -------------------------------------------------------------------------------------

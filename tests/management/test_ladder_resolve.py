@@ -147,6 +147,17 @@ def test_the_collector_is_back_on_after_a_refused_file(tmp_path: Path) -> None:
     assert gc.isenabled()
 
 
+def test_it_writes_back_a_lone_surrogate_the_file_held(tmp_path: Path) -> None:
+    # json (not orjson) reads such a file; the answer must still be written, as json would
+    document = state()
+    document["models"][0]["model"] = "m\ud800"
+    path = write(tmp_path, json.dumps(document))  # ASCII escapes: the file itself is valid UTF-8
+
+    answer, _ = resolve_via_command(str(path))
+
+    assert answer["pool"][0]["model"] == "m\ud800"
+
+
 def test_it_answers_an_empty_pool_with_success(tmp_path: Path) -> None:
     document, _ = resolve_via_command(
         str(write(tmp_path, state(request={"model": "auto/vision:subscription"})))

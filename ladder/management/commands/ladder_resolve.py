@@ -12,7 +12,14 @@ from django.core.management.base import BaseCommand, CommandError
 
 from ladder.domain import AutoIdError, resolution_to_dict, resolve
 from ladder.gcpause import paused_gc
-from ladder.statefile import StateError, load_json_text, parse_state, parse_time, state_to_dict
+from ladder.statefile import (
+    StateError,
+    dump_json_text,
+    load_json_text,
+    parse_state,
+    parse_time,
+    state_to_dict,
+)
 
 
 def one_line(message: str) -> str:
@@ -82,4 +89,7 @@ class Command(BaseCommand):
         return state_to_dict(snapshot_load(now=now), now)
 
     def _print(self, document: dict[str, Any], indent: int | None) -> None:
-        self.stdout.write(json.dumps(document, ensure_ascii=False, indent=indent))
+        if indent is None:
+            self.stdout.write(dump_json_text(document))
+        else:
+            self.stdout.write(json.dumps(document, ensure_ascii=False, indent=indent))
