@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -121,12 +122,13 @@ def test_no_cyclic_collection_runs_while_it_builds_the_snapshot(gc_collections: 
     # 300 connections: thousands of rows and values, the collector would run several times (ladder.gcpause)
     LadderConfiguration.load()
     make_connections(300, readings_each=1)
+    gc.collect()  # nothing due when the load starts
     gc_collections.clear()
 
     snapshot = selectors.snapshot_load(now=NOW)
 
-    # At most the young collection that fell due during the pause, run by the first allocation after it
-    assert gc_collections in ([], [0])
+    # At most the one collection that fell due during the pause, run by the first allocation after it
+    assert len(gc_collections) <= 1
     assert len(snapshot.connections) == 300
 
 

@@ -130,14 +130,17 @@ def test_no_cyclic_collection_runs_while_it_parses_and_resolves(
 ) -> None:
     # 1,000 connections allocate thousands of objects: the collector would run many times (ladder.gcpause)
     path = write(tmp_path, state(connections=many_connections(1000)))
-    gc_collections.clear()  # building the file ran some
+    out = StringIO()
+    gc.collect()  # nothing due when the command starts
+    gc_collections.clear()
 
-    document, _ = resolve_via_command(str(path))
+    call_command("ladder_resolve", str(path), stdout=out)
+    collections = list(gc_collections)
 
-    # At most the young collection that fell due during the pause, run by the first allocation after it
-    assert gc_collections in ([], [0])
+    # At most the one collection that fell due during the pause, run by the first allocation after it
+    assert len(collections) <= 1
     assert gc.isenabled()
-    assert len(document["pool"][0]["allowed_connection_ids"]) == 1000
+    assert len(json.loads(out.getvalue())["pool"][0]["allowed_connection_ids"]) == 1000
 
 
 def test_the_collector_is_back_on_after_a_refused_file(tmp_path: Path) -> None:
