@@ -19,6 +19,7 @@ from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
+from ladder.services.escalations import escalations_purge
 from ladder.services.readings import readings_purge as readings_purge_service
 from ladder.services.refresh import refresh_connections_run, refresh_due_run
 
@@ -84,7 +85,12 @@ def refresh_connections(self: Task, connection_ids: list[str]) -> dict[str, Any]
     **RETRY_OPTIONS,
 )
 def readings_purge(self: Task, retention_days: float | None = None) -> dict[str, int]:
-    """Delete history older than the retention (LADDER_READING_RETENTION_DAYS); keeps each
-    connection's latest reading."""
+    """Delete history older than its retention: readings and failures after
+    LADDER_READING_RETENTION_DAYS (each connection's latest reading stays), escalation events after
+    LADDER_ESCALATION_RETENTION_DAYS."""
+    now = timezone.now()
     days = retention_days if retention_days is not None else settings.LADDER_READING_RETENTION_DAYS
-    return readings_purge_service(older_than=timezone.now() - timedelta(days=float(days)))
+    deleted = readings_purge_service(older_than=now - timedelta(days=float(days)))
+    escalation_days = float(settings.LADDER_ESCALATION_RETENTION_DAYS)
+    deleted["escalations"] = escalations_purge(older_than=now - timedelta(days=escalation_days))
+    return deleted

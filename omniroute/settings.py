@@ -274,6 +274,8 @@ def envmap(name: str, default: str) -> dict[str, int]:
 # Readings (and poll/gateway failure events) older than this are purged daily; each connection's
 # latest reading is always kept.
 LADDER_READING_RETENTION_DAYS = float(os.getenv("LADDER_READING_RETENTION_DAYS", "30"))
+# The escalation log (an audit trail of rung changes) is kept longer; the same daily purge trims it.
+LADDER_ESCALATION_RETENTION_DAYS = float(os.getenv("LADDER_ESCALATION_RETENTION_DAYS", "90"))
 # The beat's fan-out period (whole seconds, at least 1); a tick no worker started within it is dropped.
 LADDER_REFRESH_BEAT_S = max(1, round(float(os.getenv("LADDER_REFRESH_BEAT_S", "5"))))
 # Polls in flight per fan-out task (threads, each with its own httpx.Client).

@@ -13,7 +13,7 @@ from django_celery_beat.schedulers import DatabaseScheduler
 
 from ladder import selectors, tasks
 from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
-from ladder.models import Connection, Heartbeat, QuotaReading
+from ladder.models import Connection, EscalationEvent, Heartbeat, QuotaReading
 from ladder.services import hotstate
 from ladder.services.readings import reading_record
 from ladder.services.refresh import RefreshSummary
@@ -168,8 +168,21 @@ def test_it_purges_history_older_than_the_retention(settings: Any) -> None:
             connection_id="c1", reading=Reading(now - timedelta(days=days), (Window("5h", 50),)), now=now
         )
 
-    assert tasks.readings_purge.apply().get() == {"readings": 2, "failures": 0}
+    assert tasks.readings_purge.apply().get() == {"readings": 2, "failures": 0, "escalations": 0}
     assert QuotaReading.objects.count() == 2
+
+
+def test_it_purges_escalation_events_after_their_own_retention(settings: Any) -> None:
+    settings.LADDER_READING_RETENTION_DAYS = 7
+    settings.LADDER_ESCALATION_RETENTION_DAYS = 30
+    now = timezone.now()
+    for days in (31, 8, 0):
+        EscalationEvent.objects.create(
+            auto_id="auto/thrifty", from_rung=0, to_rung=3, kind="up", occurred_at=now - timedelta(days=days)
+        )
+
+    assert tasks.readings_purge.apply().get() == {"readings": 0, "failures": 0, "escalations": 1}
+    assert EscalationEvent.objects.count() == 2
 
 
 # The scheduler closes the database connection between its reads: no test transaction around it.

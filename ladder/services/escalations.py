@@ -207,3 +207,10 @@ def resolutions_read() -> dict[tuple[str, str], int]:
         except ValueError:
             logger.warning("escalation log: unreadable resolutions counter %r ignored", name)
     return counts
+
+
+def escalations_purge(*, older_than: datetime) -> int:
+    """Delete the events that occurred before ``older_than``; returns how many. ``EscalationState`` (each
+    auto id's last outcome) stays: the next change is still compared with it."""
+    deleted, _ = EscalationEvent.objects.filter(occurred_at__lt=older_than).delete()
+    return deleted

@@ -13,6 +13,7 @@ from ladder.models import EscalationEvent, EscalationState
 from ladder.services import hotstate
 from ladder.services.escalations import (
     escalation_observe,
+    escalations_purge,
     last_outcome_key,
     resolutions_key,
     resolutions_read,
@@ -207,3 +208,19 @@ def test_it_expires_its_redis_key_after_the_recheck_interval(hot: redis.Redis, s
     observe(Rung.SUBSCRIPTION)
 
     assert 0 < hot.ttl(last_outcome_key("auto/thrifty")) <= 30
+
+
+def test_it_purges_the_events_that_occurred_before_the_cutoff(hot: redis.Redis) -> None:
+    for days in (100, 91, 89, 0):
+        EscalationEvent.objects.create(
+            auto_id="auto/thrifty", from_rung=0, to_rung=3, kind="up", occurred_at=NOW - timedelta(days=days)
+        )
+    observe(Rung.CHEAP)
+    observe(Rung.SUBSCRIPTION, minutes=1)
+
+    assert escalations_purge(older_than=NOW - timedelta(days=90)) == 2
+
+    assert sorted((NOW - e.occurred_at).days for e in EscalationEvent.objects.all()) == [-1, 0, 89]
+    # The last outcome stays: the next change is still logged against it
+    observe(Rung.CHEAP, minutes=2)
+    assert logged()[-1] == ("auto/thrifty", 0, 3, "up")
