@@ -23,6 +23,7 @@ from ladder.domain.types import ModelEntry, Rung, Snapshot
 from ladder.models import (
     BillingCatalogEntry,
     Connection,
+    EscalationEvent,
     FailureEvent,
     GatewayToken,
     LadderConfiguration,
@@ -562,6 +563,24 @@ class FailureEventAdmin(admin.ModelAdmin):
     list_select_related = ("connection",)
     ordering = ("-observed_at", "-id")
     date_hierarchy = "observed_at"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+
+@admin.register(EscalationEvent)
+class EscalationEventAdmin(admin.ModelAdmin):
+    """The escalation log: each change of the rung an auto id's pool starts on. Read-only history
+    (the daily purge trims it after LADDER_ESCALATION_RETENTION_DAYS)."""
+
+    list_display = ("occurred_at", "auto_id", "kind", "from_rung", "to_rung", "why")
+    list_filter = ("kind", "auto_id")
+    search_fields = ("auto_id", "why")
+    ordering = ("-occurred_at", "-id")
+    date_hierarchy = "occurred_at"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

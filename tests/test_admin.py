@@ -14,6 +14,7 @@ from ladder import selectors
 from ladder.models import (
     BillingCatalogEntry,
     Connection,
+    EscalationEvent,
     LadderConfiguration,
     ModelCatalogEntry,
     QuotaReading,
@@ -51,6 +52,14 @@ def rows() -> dict[str, Any]:
         "modelcatalogentry": ModelCatalogEntry.objects.get(provider="claude", model="claude-opus-4-1"),
         "ladderconfiguration": LadderConfiguration.load(),
         "stateversion": StateVersion.objects.get(pk=1),
+        "escalationevent": EscalationEvent.objects.create(
+            auto_id="auto/thrifty",
+            from_rung=0,
+            to_rung=3,
+            kind="up",
+            why="plan: quota_exhausted",
+            occurred_at=NOW,
+        ),
     }
 
 
@@ -63,6 +72,7 @@ MODEL_NAMES = [
     "modelcatalogentry",
     "ladderconfiguration",
     "stateversion",
+    "escalationevent",
 ]
 
 
@@ -118,11 +128,22 @@ def test_it_renders_the_changelist_and_change_page(
     [
         n
         for n in MODEL_NAMES
-        if n not in ("ladderconfiguration", "stateversion", "quotareading", "quotawindow")
+        if n not in ("ladderconfiguration", "stateversion", "quotareading", "quotawindow", "escalationevent")
     ],
 )
 def test_it_renders_the_add_page(admin_client: Client, name: str) -> None:
     assert admin_client.get(reverse(f"admin:ladder_{name}_add")).status_code == 200
+
+
+def test_it_keeps_the_escalation_log_read_only(admin_client: Client, rows: dict[str, Any]) -> None:
+    event = rows["escalationevent"]
+    change = reverse("admin:ladder_escalationevent_change", args=[event.pk])
+
+    assert admin_client.get(reverse("admin:ladder_escalationevent_add")).status_code == 403
+    assert admin_client.post(change, {"auto_id": "auto/other", "kind": "down"}).status_code == 403
+    event.refresh_from_db()
+    assert (event.auto_id, event.kind) == ("auto/thrifty", "up")
+    assert "plan: quota_exhausted" in admin_client.get(change).content.decode()
 
 
 def test_it_never_shows_a_credential(admin_client: Client, rows: dict[str, Any]) -> None:
