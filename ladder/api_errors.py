@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import traceback
 from collections.abc import Callable, Collection
 from functools import wraps
 from typing import Any
@@ -191,6 +192,21 @@ def authenticate(request: HttpRequest, scope: str) -> GatewayToken:
     return token
 
 
+def release_frames(exc: BaseException) -> None:
+    """Drop the local variables of a database error's traceback frames, down its chain of causes.
+
+    Django's error wrapper raises its exception from a frame that the exception's own traceback
+    holds: a reference cycle, and the failed cursor is a local of a frame in it. Until the garbage
+    collector breaks the cycle, SQLite keeps that cursor's statement and its lock on the file (a
+    client that then locks the file outright waits for it). Called once the error is handled."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        traceback.clear_frames(current.__traceback__)
+        current = current.__cause__ or current.__context__
+
+
 def api_view(*, methods: Collection[str], scope: str | None = None) -> Callable[[View], View]:
     """A JSON API view: allowed methods, token scope (None: open), CSRF exempt, one error shape."""
     allowed = tuple(method.upper() for method in methods)
@@ -215,6 +231,7 @@ def api_view(*, methods: Collection[str], scope: str | None = None) -> Callable[
                 drain_body(request)
                 return api_error_response(error)
             except (OperationalError, InterfaceError) as exc:
+                release_frames(exc)
                 drain_body(request)
                 logger.warning("database unavailable: %s", exc)
                 return error_response(
@@ -223,9 +240,10 @@ def api_view(*, methods: Collection[str], scope: str | None = None) -> Callable[
                     "the database is unavailable; retry shortly",
                     headers={"Retry-After": "5"},
                 )
-            except DatabaseError:
+            except DatabaseError as exc:
                 drain_body(request)
                 logger.exception("database error answering %s %s", request.method, request.path)
+                release_frames(exc)
                 return error_response(500, "internal_error", "the ladder met an unexpected database error")
             except Exception:
                 if getattr(settings, "LADDER_API_PROPAGATE_EXCEPTIONS", False):

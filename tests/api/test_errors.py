@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import http.client
 import json
+import sqlite3
+import weakref
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlparse
@@ -213,6 +216,36 @@ def test_it_answers_503_when_the_database_is_down(gateway: Api, monkeypatch: pyt
 
     assert_error(response, "/api/v1/pools/resolve", "post", 503, "database_unavailable")
     assert response["Retry-After"] == "5"
+
+
+class FailedCursor:
+    """Stands for the cursor a database error's traceback holds (and, on SQLite, its lock)."""
+
+
+def test_it_lets_the_failed_cursor_go_at_once(gateway: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    cursors: list[weakref.ref[FailedCursor]] = []
+
+    def locked(**kwargs: Any) -> Any:
+        cursor = FailedCursor()
+        cursors.append(weakref.ref(cursor))
+        try:
+            raise sqlite3.OperationalError("database is locked")
+        except sqlite3.OperationalError as exc:
+            # As Django's error wrapper does: the frame that raises keeps the exception it raises,
+            # a reference cycle that only the garbage collector would break.
+            wrapped = OperationalError(*exc.args)
+            raise wrapped from exc
+
+    monkeypatch.setattr("ladder.api_errors.gateway_token_authenticate", locked)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        response = gateway.post("/api/v1/pools/resolve", {"model": "auto/thrifty"})
+        assert_error(response, "/api/v1/pools/resolve", "post", 503, "database_unavailable")
+        assert cursors[0]() is None  # freed without the collector
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def test_it_writes_last_used_at_at_most_once_a_minute(gateway: Api, token: str) -> None:

@@ -234,9 +234,24 @@ def test_it_answers_503_and_writes_nothing_half_when_sqlite_is_locked(
     assert before.status_code == 200, before.text
     empty = state_of(database)
 
-    # Locked out first: no connection can even open the file. (First, because after a "database is
-    # locked" error the failed connection lingers in the web process until Python's garbage
-    # collector frees it, and an exclusive lock waits for it.)
+    # Another writer holds the write lock: writes wait 1 s and get a 503; reads go on (WAL).
+    holder = sqlite3.connect(database.sqlite_path, isolation_level=None, timeout=5)
+    holder.execute("BEGIN IMMEDIATE")
+    started = time.monotonic()
+    assert_unavailable(web.post("/api/v1/usage", json=usage_batch("locked")))
+    write_503_s = time.monotonic() - started
+    assert_unavailable(web.post("/api/v1/connections/plan/failures", json=exhaustion_report()))
+    reads_during_write_lock = web.post("/api/v1/pools/resolve", json={"model": "auto/subscription"})
+    assert reads_during_write_lock.status_code == 200
+    assert reads_during_write_lock.json()["pool"] == before.json()["pool"]
+    assert web.get("/readyz").status_code == 200  # the database answers; only writes wait
+    assert state_of(database) == empty
+    holder.execute("ROLLBACK")
+    holder.close()
+
+    # Then locked out: no connection can even open the file. The writes refused above left nothing
+    # open in the web process (a refused write's cursor used to linger until the garbage collector
+    # freed it, and the exclusive lock below waited for it).
     holder = sqlite3.connect(database.sqlite_path, isolation_level=None, timeout=5)
     holder.execute("PRAGMA locking_mode=EXCLUSIVE")
     holder.execute("BEGIN EXCLUSIVE")
@@ -250,28 +265,13 @@ def test_it_answers_503_and_writes_nothing_half_when_sqlite_is_locked(
     assert ready.json()["database"].startswith("down")
     holder.execute("ROLLBACK")
     holder.close()
-    assert web.post("/api/v1/pools/resolve", json={"model": "auto/subscription"}).status_code == 200
-    assert state_of(database) == empty
-
-    # Another writer holds the write lock: writes wait 1 s and get a 503; reads go on (WAL).
-    holder = sqlite3.connect(database.sqlite_path, isolation_level=None, timeout=5)
-    holder.execute("BEGIN IMMEDIATE")
-    started = time.monotonic()
-    assert_unavailable(web.post("/api/v1/usage", json=usage_batch("locked")))
-    write_503_s = time.monotonic() - started
-    assert_unavailable(web.post("/api/v1/connections/plan/failures", json=exhaustion_report()))
-    reads_during_write_lock = web.post("/api/v1/pools/resolve", json={"model": "auto/subscription"})
-    assert reads_during_write_lock.status_code == 200
-    assert reads_during_write_lock.json()["pool"] == before.json()["pool"]
-    assert web.get("/readyz").status_code == 200  # the database answers; only writes wait
     assert state_of(database) == empty
     released = time.monotonic()
-    holder.execute("ROLLBACK")
-    holder.close()
 
     answer = web.post("/api/v1/usage", json=usage_batch("locked"))
     recover_s = time.monotonic() - released
     assert answer.status_code == 200, answer.text
+    assert web.post("/api/v1/pools/resolve", json={"model": "auto/subscription"}).status_code == 200
     failure = web.post("/api/v1/connections/plan/failures", json=exhaustion_report())
     assert failure.json()["classification"] == "quota_exhausted"
     assert web.get("/readyz").status_code == 200
