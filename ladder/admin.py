@@ -573,8 +573,8 @@ class FailureEventAdmin(admin.ModelAdmin):
 
 @admin.register(EscalationEvent)
 class EscalationEventAdmin(admin.ModelAdmin):
-    """The escalation log: each change of the rung an auto id's pool starts on. Read-only history
-    (the daily purge trims it after LADDER_ESCALATION_RETENTION_DAYS)."""
+    """The escalation log: each change of the rung an auto id's pool starts on. Read-only history: only
+    the daily purge deletes it (after LADDER_ESCALATION_RETENTION_DAYS, tallying what it deletes)."""
 
     list_display = ("occurred_at", "auto_id", "kind", "from_rung", "to_rung", "why")
     list_filter = ("kind", "auto_id")
@@ -586,4 +586,7 @@ class EscalationEventAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False

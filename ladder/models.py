@@ -612,6 +612,24 @@ class EscalationEvent(models.Model):
         return f"{self.auto_id} {self.kind}: {rung_label(self.from_rung)} → {rung_label(self.to_rung)}"
 
 
+class EscalationTally(models.Model):
+    """How many escalation events of each auto id and kind the daily purge has deleted: what
+    ``ladder_escalations_total`` adds to the events still stored, so that the counter never goes
+    down when old events are purged."""
+
+    auto_id = models.CharField(max_length=64)
+    kind = models.CharField(max_length=8, choices=ESCALATION_KIND_CHOICES)
+    purged = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.UniqueConstraint(fields=["auto_id", "kind"], name="escalation_tally_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.auto_id} {self.kind}: {self.purged} purged"
+
+
 class EscalationState(models.Model):
     """The rung of the last gateway resolution of each auto id, as the escalation log saw it (null: the
     pool was empty). The log's memory, kept in the database when the rung changes so that the log

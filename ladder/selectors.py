@@ -295,6 +295,12 @@ def escalation_auto_ids() -> list[str]:
 
 
 def escalation_counts() -> dict[tuple[str, str], int]:
-    """(auto id, kind) → how many escalation events were ever logged. One query."""
-    rows = m.EscalationEvent.objects.values("auto_id", "kind").annotate(total=Count("id")).order_by()
-    return {(row["auto_id"], row["kind"]): int(row["total"]) for row in rows}
+    """(auto id, kind) → how many escalation events were ever logged: those stored and those the purge
+    deleted (EscalationTally). One query."""
+    stored = m.EscalationEvent.objects.values("auto_id", "kind").annotate(total=Count("id")).order_by()
+    purged = m.EscalationTally.objects.values("auto_id", "kind").annotate(total=F("purged")).order_by()
+    counts: dict[tuple[str, str], int] = {}
+    for row in stored.union(purged, all=True):
+        key = (row["auto_id"], row["kind"])
+        counts[key] = counts.get(key, 0) + int(row["total"])
+    return counts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -18,6 +19,18 @@ def envbool(name: str, default: str) -> bool:
 
 def envint(name: str, default: str) -> int:
     return int(os.getenv(name, default))
+
+
+def envdays(name: str, default: str) -> float:
+    """A retention in days: a number from 1 to 36,500 (checked at startup, naming the variable)."""
+    raw = os.getenv(name, default)
+    try:
+        days = float(raw)
+    except ValueError:
+        days = math.nan
+    if not 1 <= days <= 36_500:  # NaN fails too
+        raise ValueError(f"{name}: expected a number of days from 1 to 36500, got {raw!r}")
+    return days
 
 
 def envlist(name: str, default: str) -> list[str]:
@@ -273,9 +286,9 @@ def envmap(name: str, default: str) -> dict[str, int]:
 
 # Readings (and poll/gateway failure events) older than this are purged daily; each connection's
 # latest reading is always kept.
-LADDER_READING_RETENTION_DAYS = float(os.getenv("LADDER_READING_RETENTION_DAYS", "30"))
+LADDER_READING_RETENTION_DAYS = envdays("LADDER_READING_RETENTION_DAYS", "30")
 # The escalation log (an audit trail of rung changes) is kept longer; the same daily purge trims it.
-LADDER_ESCALATION_RETENTION_DAYS = float(os.getenv("LADDER_ESCALATION_RETENTION_DAYS", "90"))
+LADDER_ESCALATION_RETENTION_DAYS = envdays("LADDER_ESCALATION_RETENTION_DAYS", "90")
 # The beat's fan-out period (whole seconds, at least 1); a tick no worker started within it is dropped.
 LADDER_REFRESH_BEAT_S = max(1, round(float(os.getenv("LADDER_REFRESH_BEAT_S", "5"))))
 # Polls in flight per fan-out task (threads, each with its own httpx.Client).

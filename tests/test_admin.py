@@ -141,6 +141,12 @@ def test_it_keeps_the_escalation_log_read_only(admin_client: Client, rows: dict[
 
     assert admin_client.get(reverse("admin:ladder_escalationevent_add")).status_code == 403
     assert admin_client.post(change, {"auto_id": "auto/other", "kind": "down"}).status_code == 403
+    delete = reverse("admin:ladder_escalationevent_delete", args=[event.pk])
+    assert admin_client.post(delete, {"post": "yes"}).status_code == 403
+    changelist = reverse("admin:ladder_escalationevent_changelist")
+    bulk = {"action": "delete_selected", "_selected_action": [str(event.pk)], "post": "yes"}
+    admin_client.post(changelist, bulk)
+    assert EscalationEvent.objects.filter(pk=event.pk).exists()
     event.refresh_from_db()
     assert (event.auto_id, event.kind) == ("auto/thrifty", "up")
     assert "plan: quota_exhausted" in admin_client.get(change).content.decode()

@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections import Counter
 from datetime import datetime
 from typing import Any, cast
 
 import redis
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 
 from ladder.domain.types import Resolution, Rung
-from ladder.models import EscalationEvent, EscalationState
+from ladder.models import EscalationEvent, EscalationState, EscalationTally
 from ladder.services import hotstate
 
 logger = logging.getLogger(__name__)
@@ -209,8 +211,26 @@ def resolutions_read() -> dict[tuple[str, str], int]:
     return counts
 
 
-def escalations_purge(*, older_than: datetime) -> int:
-    """Delete the events that occurred before ``older_than``; returns how many. ``EscalationState`` (each
+def escalations_purge(*, older_than: datetime, chunk_size: int = 2000) -> int:
+    """Delete the events that occurred before ``older_than``, a chunk per transaction; returns how many.
+
+    Each chunk's events are added to ``EscalationTally`` in the transaction that deletes them, so
+    ``ladder_escalations_total`` never goes down. The rows are locked first: a purge running at the
+    same time skips what this one deletes, and nothing is tallied twice. ``EscalationState`` (each
     auto id's last outcome) stays: the next change is still compared with it."""
-    deleted, _ = EscalationEvent.objects.filter(occurred_at__lt=older_than).delete()
-    return deleted
+    deleted = 0
+    while True:
+        with transaction.atomic():
+            rows = list(
+                EscalationEvent.objects.filter(occurred_at__lt=older_than)
+                .select_for_update()
+                .order_by("id")
+                .values_list("id", "auto_id", "kind")[:chunk_size]
+            )
+            if not rows:
+                return deleted
+            for (auto_id, kind), count in Counter((auto_id, kind) for _, auto_id, kind in rows).items():
+                EscalationTally.objects.get_or_create(auto_id=auto_id, kind=kind)
+                EscalationTally.objects.filter(auto_id=auto_id, kind=kind).update(purged=F("purged") + count)
+            EscalationEvent.objects.filter(id__in=[row[0] for row in rows]).delete()
+        deleted += len(rows)

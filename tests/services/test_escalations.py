@@ -10,6 +10,7 @@ import redis
 
 from ladder.domain.types import Empty, Exclusion, PoolEntry, Resolution, Rung
 from ladder.models import EscalationEvent, EscalationState
+from ladder.selectors import escalation_counts
 from ladder.services import hotstate
 from ladder.services.escalations import (
     escalation_observe,
@@ -218,9 +219,15 @@ def test_it_purges_the_events_that_occurred_before_the_cutoff(hot: redis.Redis) 
     observe(Rung.CHEAP)
     observe(Rung.SUBSCRIPTION, minutes=1)
 
-    assert escalations_purge(older_than=NOW - timedelta(days=90)) == 2
+    counted = escalation_counts()
+
+    assert escalations_purge(older_than=NOW - timedelta(days=90), chunk_size=1) == 2
 
     assert sorted((NOW - e.occurred_at).days for e in EscalationEvent.objects.all()) == [-1, 0, 89]
+    # ladder_escalations_total counts what was purged too: it never goes down
+    assert escalation_counts() == counted == {("auto/thrifty", "up"): 4, ("auto/thrifty", "down"): 1}
+    assert escalations_purge(older_than=NOW - timedelta(days=90)) == 0
+    assert escalation_counts() == counted
     # The last outcome stays: the next change is still logged against it
     observe(Rung.CHEAP, minutes=2)
     assert logged()[-1] == ("auto/thrifty", 0, 3, "up")
