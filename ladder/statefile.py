@@ -640,10 +640,22 @@ def load_json_text(text: str) -> Any:
         raise StateError("", "not accepted: JSON nested too deeply") from None
 
 
-def dump_json_text(document: Any) -> str:
-    """The document as compact JSON text, UTF-8 characters as they are."""
-    try:
-        return orjson.dumps(document).decode()  # several times faster than json on a large answer
-    except TypeError:
-        # A lone surrogate that json let in (load_json_text): json writes it back as it was read.
-        return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+def dump_json_text(document: Any, indent: int | None = None) -> str:
+    """The document as JSON text, compact (or indented), non-ASCII characters as they are.
+
+    A lone surrogate (json lets one into a state: load_json_text) is written as its \\u escape, as the
+    file held it: no UTF-8 output can carry it. Only JSON values go in (floats are finite here: they
+    were checked on the way in); a datetime or a dataclass is refused (TypeError), as json refuses it."""
+    if indent is None:
+        try:
+            return orjson.dumps(document, option=_ORJSON_STRICT).decode()  # several times faster than json
+        except TypeError:
+            pass  # a lone surrogate, or a value that is not JSON: json decides
+        text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    else:
+        text = json.dumps(document, ensure_ascii=False, indent=indent)
+    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+_ORJSON_STRICT = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -415,17 +415,28 @@ def test_it_reports_bad_json_without_a_traceback() -> None:
     assert load_json_text('{"now": null}') == {"now": None}
 
 
-@pytest.mark.parametrize(
-    "document",
-    [
-        {"provider": "café", "ids": ["a", "b"], "retry_at": None, "rung_index": 3},
-        {"provider": "p\ud800"},  # a lone surrogate json let in: written back as json would
-    ],
-)
-def test_it_writes_compact_json_that_reads_back_the_same(document: dict[str, Any]) -> None:
+def test_it_writes_compact_json_with_utf8_as_it_is() -> None:
+    document = {"provider": "café", "ids": ["a", "b"], "retry_at": None, "rung_index": 3}
+
     text = dump_json_text(document)
+
     assert text == json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    assert json.loads(text) == document
+    assert dump_json_text(document, 2) == json.dumps(document, ensure_ascii=False, indent=2)
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_it_writes_a_lone_surrogate_as_the_escape_the_file_held(indent: int | None) -> None:
+    text = dump_json_text({"provider": "p\ud800", "model": "café"}, indent)
+
+    assert "\\ud800" in text
+    assert "café" in text
+    text.encode("utf-8")  # any UTF-8 output can carry it
+    assert json.loads(text) == {"provider": "p\ud800", "model": "café"}
+
+
+def test_it_refuses_what_is_not_json_as_json_does() -> None:
+    with pytest.raises(TypeError):
+        dump_json_text({"at": NOW})
 
 
 # --- export round trip -------------------------------------------------------------------------------------

@@ -150,15 +150,18 @@ def test_the_collector_is_back_on_after_a_refused_file(tmp_path: Path) -> None:
     assert gc.isenabled()
 
 
-def test_it_writes_back_a_lone_surrogate_the_file_held(tmp_path: Path) -> None:
-    # json (not orjson) reads such a file; the answer must still be written, as json would
+@pytest.mark.parametrize("flags", [[], ["--indent", "2"]])
+def test_it_writes_back_a_lone_surrogate_the_file_held(tmp_path: Path, flags: list[str]) -> None:
+    # json (not orjson) reads such a file; the answer is written with the escape the file held
     document = state()
     document["models"][0]["model"] = "m\ud800"
     path = write(tmp_path, json.dumps(document))  # ASCII escapes: the file itself is valid UTF-8
 
-    answer, _ = resolve_via_command(str(path))
+    run = manage(str(path), *flags)
 
-    assert answer["pool"][0]["model"] == "m\ud800"
+    assert run.returncode == 0, run.stderr
+    assert "\\ud800" in run.stdout
+    assert json.loads(run.stdout)["pool"][0]["model"] == "m\ud800"
 
 
 def test_it_answers_an_empty_pool_with_success(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from argparse import ArgumentParser
 from datetime import UTC, datetime
@@ -89,7 +88,4 @@ class Command(BaseCommand):
         return state_to_dict(snapshot_load(now=now), now)
 
     def _print(self, document: dict[str, Any], indent: int | None) -> None:
-        if indent is None:
-            self.stdout.write(dump_json_text(document))
-        else:
-            self.stdout.write(json.dumps(document, ensure_ascii=False, indent=indent))
+        self.stdout.write(dump_json_text(document, indent))
