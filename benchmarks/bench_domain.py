@@ -133,6 +133,7 @@ def side_by_side(names: list[str], rounds: int = 31, burst: int = 4) -> dict[str
     """Interleaved: each round times a burst of `burst` calls of every contender, each contender in its
     own process. A burst's first call comes after the process sat idle while the others ran (its caches
     taken by them); the calls after it run warm, as in a loop."""
+    assert burst >= 2, "a burst needs a first call and at least one warm call"
     processes = {
         name: subprocess.Popen(
             [sys.executable, __file__, "--contender", name],

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ladder import statefile
 from ladder.domain import (
     Candidate,
     CatalogEntry,
@@ -655,3 +656,33 @@ def test_it_parses_connections_the_same_on_the_fast_path(document: dict[str, Any
     fast = _outcome(lambda: parse_state({"connections": [document]}).snapshot.connections[0])
     careful = _outcome(lambda: parse_connection(document, "connections[0]"))
     assert fast == careful
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(st.lists(connection_docs, min_size=2, max_size=4))
+def test_it_parses_several_connections_the_same_on_the_fast_path(documents: list[dict[str, Any]]) -> None:
+    # Times the connections share are parsed once and reused: the reuse must judge like the careful
+    # parser, connection after connection (ids made distinct: duplicates are another error).
+    documents = [{**document, "id": f"c{index}"} for index, document in enumerate(documents)]
+    fast = _outcome(lambda: parse_state({"connections": documents}).snapshot.connections)
+    careful = _outcome(
+        lambda: tuple(parse_connection(document, f"connections[{i}]") for i, document in enumerate(documents))
+    )
+    assert fast == careful
+
+
+def test_it_takes_the_fast_path_for_a_clean_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    careful: list[str] = []
+    real = statefile.parse_connection
+
+    def counted(value: Any, path: str) -> Any:
+        careful.append(path)
+        return real(value, path)
+
+    monkeypatch.setattr(statefile, "parse_connection", counted)
+    document = valid()
+
+    state = parse_state(document)
+
+    assert len(state.snapshot.connections) == len(document["connections"])
+    assert careful == []

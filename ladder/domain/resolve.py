@@ -90,10 +90,8 @@ class VerdictMemo:
     by_case: dict[PairKey, PairVerdict] = field(default_factory=dict)
     # Verdicts stored so far: gateways send model names and connection ids of their own, so a memo
     # stops growing at MEMO_MAX_VERDICTS (what it holds still serves; the rest is judged each time).
+    # The hot path compares `stored < MEMO_MAX_VERDICTS` where it stores.
     stored: int = 0
-
-    def room(self) -> bool:
-        return self.stored < MEMO_MAX_VERDICTS
 
 
 def verdict_memo(
@@ -492,7 +490,7 @@ def resolve(
         verdicts = by_model.get((candidate.model, tier_rung))
         if verdicts is None:
             verdicts = {}
-            if memo.room():
+            if memo.stored < MEMO_MAX_VERDICTS:
                 by_model[(candidate.model, tier_rung)] = verdicts
         survivors: dict[Rung, list[str]] = {}
         for connection_id in ids:
