@@ -351,9 +351,10 @@ class QuotaWindowInline(admin.TabularInline):
         return False
 
 
-class ReadOnlyReadingsMixin:
-    """Readings come from polls, passive headers and failure reports only: never typed in the
-    admin (a hand-made reading could be dated in the future or claim quota that is not there)."""
+class ReadOnlyHistoryMixin:
+    """What the ladder records itself is never typed in the admin: a hand-made reading (readings come
+    from polls, passive headers and failure reports) could be dated in the future or claim quota that
+    is not there; a hand-made failure or escalation would falsify the history."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -363,7 +364,7 @@ class ReadOnlyReadingsMixin:
 
 
 @admin.register(QuotaReading)
-class QuotaReadingAdmin(ReadOnlyReadingsMixin, VersionBumpingAdmin):
+class QuotaReadingAdmin(ReadOnlyHistoryMixin, VersionBumpingAdmin):
     list_display = ("connection", "fetched_at", "source", "verifiable", "observed_overage", "windows_summary")
     list_filter = ("source", "verifiable", "observed_overage", "connection__provider")
     search_fields = ("connection__id", "connection__provider", "note")
@@ -382,7 +383,7 @@ class QuotaReadingAdmin(ReadOnlyReadingsMixin, VersionBumpingAdmin):
 
 
 @admin.register(QuotaWindow)
-class QuotaWindowAdmin(ReadOnlyReadingsMixin, VersionBumpingAdmin):
+class QuotaWindowAdmin(ReadOnlyHistoryMixin, VersionBumpingAdmin):
     list_display = ("reading", "name", "remaining_pct", "reset_at", "latched", "scope_models")
     list_filter = ("latched", "name", "reading__connection__provider")
     search_fields = ("name", "reading__connection__id")
@@ -544,7 +545,7 @@ class GatewayTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(FailureEvent)
-class FailureEventAdmin(admin.ModelAdmin):
+class FailureEventAdmin(ReadOnlyHistoryMixin, admin.ModelAdmin):
     """Upstream failures as reported by the gateway or met by a poll: read-only history."""
 
     list_display = (
@@ -564,15 +565,9 @@ class FailureEventAdmin(admin.ModelAdmin):
     ordering = ("-observed_at", "-id")
     date_hierarchy = "observed_at"
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
 
 @admin.register(EscalationEvent)
-class EscalationEventAdmin(admin.ModelAdmin):
+class EscalationEventAdmin(ReadOnlyHistoryMixin, admin.ModelAdmin):
     """The escalation log: each change of the rung an auto id's pool starts on. Read-only history: only
     the daily purge deletes it (after LADDER_ESCALATION_RETENTION_DAYS, tallying what it deletes)."""
 
@@ -581,12 +576,6 @@ class EscalationEventAdmin(admin.ModelAdmin):
     search_fields = ("auto_id", "why")
     ordering = ("-occurred_at", "-id")
     date_hierarchy = "occurred_at"
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False

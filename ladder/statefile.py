@@ -371,7 +371,7 @@ def _fast_window(value: Any, cache: dict[str, datetime]) -> Window:
     else:
         scope = ()
     if reset is not None:
-        reset = (type(reset) is str and cache.get(reset)) or _fast_time(reset, cache)
+        reset = _fast_time(reset, cache)
     return construct(
         Window,
         {"name": name, "remaining_pct": pct, "reset_at": reset, "scope_models": scope, "latched": latched},
@@ -392,11 +392,10 @@ def _fast_reading(value: Any, cache: dict[str, datetime]) -> Reading | None:
         raise _Slow
     if observed is not None and observed not in OBSERVED_OVERAGES:
         raise _Slow
-    fetched = get("fetched_at")
     return construct(
         Reading,
         {
-            "fetched_at": (type(fetched) is str and cache.get(fetched)) or _fast_time(fetched, cache),
+            "fetched_at": _fast_time(get("fetched_at"), cache),
             "windows": tuple([_fast_window(w, cache) for w in windows]),
             "source": source,
             "verifiable": verifiable,
