@@ -31,7 +31,7 @@ from ladder.domain.types import (
     Reading,
     Snapshot,
     Window,
-    construct,
+    slot_builder,
 )
 
 # What an adapter can observe of overage: switched on, or seen off. "unknown" is no observation (null).
@@ -315,6 +315,12 @@ _CONNECTION_KEYS = frozenset(
 )
 
 
+# Field values in field order (ladder.domain.types.slot_builder).
+_build_window = slot_builder(Window)
+_build_reading = slot_builder(Reading)
+_build_connection = slot_builder(Connection)
+
+
 def _fast_time(value: Any, cache: dict[str, datetime]) -> datetime:
     if type(value) is not str:
         raise _Slow
@@ -372,10 +378,7 @@ def _fast_window(value: Any, cache: dict[str, datetime]) -> Window:
         scope = ()
     if reset is not None:
         reset = _fast_time(reset, cache)
-    return construct(
-        Window,
-        {"name": name, "remaining_pct": pct, "reset_at": reset, "scope_models": scope, "latched": latched},
-    )
+    return _build_window(name, pct, reset, scope, latched)
 
 
 def _fast_reading(value: Any, cache: dict[str, datetime]) -> Reading | None:
@@ -392,16 +395,13 @@ def _fast_reading(value: Any, cache: dict[str, datetime]) -> Reading | None:
         raise _Slow
     if observed is not None and observed not in OBSERVED_OVERAGES:
         raise _Slow
-    return construct(
-        Reading,
-        {
-            "fetched_at": _fast_time(get("fetched_at"), cache),
-            "windows": tuple([_fast_window(w, cache) for w in windows]),
-            "source": source,
-            "verifiable": verifiable,
-            "observed_overage": observed,
-            "note": "",
-        },
+    return _build_reading(
+        _fast_time(get("fetched_at"), cache),
+        tuple([_fast_window(w, cache) for w in windows]),
+        source,
+        verifiable,
+        observed,
+        "",  # note
     )
 
 
@@ -441,21 +441,18 @@ def _fast_connection(value: Any, cache: dict[str, datetime]) -> Connection:
     if models is not None:
         models = _fast_str_tuple(models)
     quota = get("quota")
-    return construct(
-        Connection,
-        {
-            "id": connection_id,
-            "provider": provider,
-            "auth_type": auth_type,
-            "keyless": keyless,
-            "enabled": enabled,
-            "disabled_reason": disabled_reason,
-            "base_url": base_url,
-            "cooldown_until": cooldown,
-            "overage_override": override,
-            "models": models,
-            "reading": None if quota is None else _fast_reading(quota, cache),
-        },
+    return _build_connection(
+        connection_id,
+        provider,
+        auth_type,
+        keyless,
+        enabled,
+        disabled_reason,
+        base_url,
+        cooldown,
+        override,
+        models,
+        None if quota is None else _fast_reading(quota, cache),
     )
 
 

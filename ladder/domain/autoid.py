@@ -16,7 +16,7 @@ class AutoIdError(ValueError):
     field = "model"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AutoId:
     grouping: Grouping
     category: str | None = None

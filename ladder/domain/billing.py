@@ -16,7 +16,7 @@ def normalise_auth_type(value: str | None) -> str | None:
     return value or None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BillingVerdict:
     billing: Billing
     overage: Overage

@@ -26,7 +26,7 @@ def period_bounds(now: datetime, period: BudgetPeriod) -> tuple[datetime, dateti
     return start, end
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RungBudget:
     rung: str
     budget_usd: float | None  # None: not gated
