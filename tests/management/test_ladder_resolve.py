@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from ladder.domain import resolution_to_dict, resolve
+from ladder.management.commands.ladder_resolve import Command
 from ladder.statefile import parse_state
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -265,6 +266,30 @@ def test_it_names_the_flag_for_a_bad_model_flag(tmp_path: Path) -> None:
 def test_it_refuses_a_file_that_is_not_a_state_object(tmp_path: Path, text: str) -> None:
     error = refusal(str(write(tmp_path, text)))
     assert error.returncode == 2
+
+
+def test_it_builds_its_parser_once_and_parses_each_call_afresh(tmp_path: Path) -> None:
+    path = str(write(tmp_path, state()))
+    first = Command().create_parser("", "ladder_resolve")
+    assert Command().create_parser("", "ladder_resolve") is first
+    # The flags of one call never leak into the next.
+    assert resolve_via_command(path, "--model", "auto/chat:thrifty")[0]["category"] == "chat"
+    document, _ = resolve_via_command(path)
+    assert (document["model"], document["resolved_at"]) == ("auto/thrifty", "2026-08-22T12:00:00Z")
+    with pytest.raises(TypeError, match="Unknown option"):
+        call_command("ladder_resolve", path, bogus=1, stdout=StringIO())
+
+
+def test_its_command_line_parser_exits_where_call_commands_raises() -> None:
+    from_code = Command().create_parser("manage.py", "ladder_resolve")
+    command = Command()
+    command._called_from_command_line = True  # type: ignore[attr-defined]  # as run_from_argv sets it
+    from_line = command.create_parser("manage.py", "ladder_resolve")
+    assert from_line is not from_code
+    with pytest.raises(CommandError):
+        from_code.parse_args(["--indent", "x"])
+    with pytest.raises(SystemExit):
+        from_line.parse_args(["--indent", "x"])
 
 
 def test_it_refuses_a_missing_file(tmp_path: Path) -> None:
