@@ -85,19 +85,25 @@ class Reason:
 
 def slot_builder(cls: type[T]) -> Callable[..., T]:
     """A function that builds a frozen slotted dataclass from all its field values, positional, in
-    field order and already checked: for parsers of large states. The generated __init__ sets each
-    field through object.__setattr__ (a global lookup, an attribute lookup and a generic call per
-    field); this one calls each slot's own setter, so it costs what filling a plain __dict__ would.
+    field order and already checked: for parsers of large states.
+
+    The generated __init__ sets each field through object.__setattr__, a generic call per field. This
+    builder fills a plain twin class of the same slots with ordinary attribute stores, which the
+    interpreter specialises, then makes the instance a `cls` by assigning __class__ (CPython allows it
+    between classes of the same layout, and checks that it is): half the cost per instance.
     Written from source once per class, as dataclasses writes __init__."""
     if not hasattr(cls, "__dataclass_fields__") or "__slots__" not in vars(cls):
         raise TypeError(f"{cls.__name__} is not a slotted dataclass")
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"{cls.__name__} has a __post_init__, which a builder would skip")
     names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    namespace.update({f"_set_{name}": vars(cls)[name].__set__ for name in names})
-    body = "".join(f"    _set_{name}(obj, {name})\n" for name in names)
-    source = f"def build({', '.join(names)}):\n    obj = _new(_cls)\n{body}    return obj\n"
+    twin = type(f"{cls.__name__}Parts", (), {"__slots__": vars(cls)["__slots__"], "__module__": __name__})
+    stores = "".join(f"    obj.{name} = {name}\n" for name in names)
+    source = (
+        f"def build({', '.join(names)}):\n"
+        f"    obj = _new(_twin)\n{stores}    obj.__class__ = _cls\n    return obj\n"
+    )
+    namespace: dict[str, Any] = {"_new": object.__new__, "_twin": twin, "_cls": cls}
     exec(source, namespace)  # noqa: S102 — field names of our own dataclass, nothing from input
     build: Callable[..., T] = namespace["build"]
     build.__qualname__ = f"slot_builder({cls.__name__})"
