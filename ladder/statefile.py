@@ -315,7 +315,8 @@ _CONNECTION_KEYS = frozenset(
 )
 
 
-# Field values in field order (ladder.domain.types.slot_builder).
+# Field values in field order (ladder.domain.types.slot_builder); the fast path's property tests compare
+# each result with the careful parser's, built by keyword, so an order that drifts fails them.
 _build_window = slot_builder(Window)
 _build_reading = slot_builder(Reading)
 _build_connection = slot_builder(Connection)
