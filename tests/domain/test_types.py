@@ -87,7 +87,22 @@ def test_it_refuses_a_class_it_would_build_wrongly() -> None:
             if self.value < 0:
                 raise ValueError("negative")
 
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Clashing:
+        obj: int
+
+    class Open:  # instances of subclasses keep a __dict__: not the twin's layout
+        pass
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class OnOpen(Open):
+        value: int
+
     with pytest.raises(TypeError, match="not a slotted dataclass"):
         slot_builder(Snapshot)
+    with pytest.raises(TypeError, match="layout"):
+        slot_builder(OnOpen)
+    with pytest.raises(TypeError, match="field named obj"):
+        slot_builder(Clashing)
     with pytest.raises(TypeError, match="__post_init__"):
         slot_builder(Checked)

@@ -6,6 +6,7 @@ import gc
 import json
 import subprocess
 import sys
+from argparse import ArgumentParser
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -278,6 +279,20 @@ def test_it_builds_its_parser_once_and_parses_each_call_afresh(tmp_path: Path) -
     assert (document["model"], document["resolved_at"]) == ("auto/thrifty", "2026-08-22T12:00:00Z")
     with pytest.raises(TypeError, match="Unknown option"):
         call_command("ladder_resolve", path, bogus=1, stdout=StringIO())
+
+
+def test_a_subclass_gets_a_parser_of_its_own() -> None:
+    class WithFlag(Command):
+        def add_arguments(self, parser: ArgumentParser) -> None:
+            super().add_arguments(parser)
+            parser.add_argument("--extra")
+
+    base = Command().create_parser("", "ladder_resolve")
+    own = WithFlag().create_parser("", "ladder_resolve")
+    assert own is not base
+    assert own.parse_args(["--extra", "x"]).extra == "x"
+    with pytest.raises(CommandError):
+        base.parse_args(["--extra", "x"])
 
 
 def test_its_command_line_parser_exits_where_call_commands_raises() -> None:
