@@ -91,6 +91,6 @@ def readings_purge(self: Task, retention_days: float | None = None) -> dict[str,
     now = timezone.now()
     days = retention_days if retention_days is not None else settings.LADDER_READING_RETENTION_DAYS
     deleted = readings_purge_service(older_than=now - timedelta(days=float(days)))
-    escalation_days = float(settings.LADDER_ESCALATION_RETENTION_DAYS)
+    escalation_days = settings.LADDER_ESCALATION_RETENTION_DAYS  # a float, checked at startup (envdays)
     deleted["escalations"] = escalations_purge(older_than=now - timedelta(days=escalation_days))
     return deleted

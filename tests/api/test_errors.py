@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import http.client
 import json
 import sqlite3
@@ -20,6 +19,7 @@ from hypothesis import strategies as st
 
 from ladder import api
 from ladder import models as m
+from ladder.gcpause import paused_gc
 from ladder.services.tokens import gateway_token_create, gateway_token_revoke
 from tests.api.conftest import Api, assert_error, make_connection
 
@@ -237,15 +237,10 @@ def test_it_lets_the_failed_cursor_go_at_once(gateway: Api, monkeypatch: pytest.
             raise wrapped from exc
 
     monkeypatch.setattr("ladder.api_errors.gateway_token_authenticate", locked)
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_gc():  # no automatic collection: only the cleared frames can free it
         response = gateway.post("/api/v1/pools/resolve", {"model": "auto/thrifty"})
         assert_error(response, "/api/v1/pools/resolve", "post", 503, "database_unavailable")
         assert cursors[0]() is None  # freed without the collector
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def test_it_writes_last_used_at_at_most_once_a_minute(gateway: Api, token: str) -> None:
