@@ -159,6 +159,8 @@ class ConnectionForm(ModelForm):
             "position",
             "models",
             "overage_override",
+            "reserve_pct",
+            "min_poll_interval_s",
             "base_url",
             "cooldown_until",
             "backoff_level",
@@ -214,7 +216,20 @@ class ConnectionAdmin(VersionBumpingAdmin):
             {"fields": ("id", "provider", "auth_type", "keyless", "enabled", "disabled_reason", "position")},
         ),
         ("Credential", {"fields": ("credential_stored", "credential", "clear_credential")}),
-        ("Routing", {"fields": ("models", "overage_override", "base_url", "billing_verdict", "rungs")}),
+        (
+            "Routing",
+            {
+                "fields": (
+                    "models",
+                    "overage_override",
+                    "reserve_pct",
+                    "min_poll_interval_s",
+                    "base_url",
+                    "billing_verdict",
+                    "rungs",
+                )
+            },
+        ),
         (
             "Live state",
             {

@@ -340,6 +340,8 @@ def connection_to_dict(connection: Connection, snapshot: Snapshot) -> dict[str, 
         "enabled": connection.enabled,
         "disabled_reason": connection.disabled_reason,
         "cooldown_until": format_utc_or_none(connection.cooldown_until),
+        "poll_interval_s": connection.poll_interval_s,
+        "reserve_pct": connection.reserve_pct,
         "reading": reading_to_dict(connection.reading),
         "rungs": rungs,
     }

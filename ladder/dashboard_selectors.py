@@ -38,8 +38,8 @@ from ladder.domain import (
 from ladder.domain.autoid import parse_auto_id
 from ladder.domain.billing import BillingVerdict
 from ladder.domain.budgets import RungBudget
-from ladder.domain.types import LadderConfig
-from ladder.domain.windows import is_too_old, is_usable, reading_age_s, reset_passed
+from ladder.domain.types import LadderConfig, Thresholds
+from ladder.domain.windows import connection_limits, is_too_old, is_usable, reading_age_s, reset_passed
 from ladder.selectors import (
     catalog_uncurated_kinds,
     escalation_auto_ids,
@@ -62,6 +62,7 @@ REASON_WORDS: dict[str, str] = {
     Reason.WINDOW_RESET_PASSED: "a window has reset since the reading: it is of a past period",
     Reason.READING_STALE: "the quota reading is too old",
     Reason.QUOTA_EXHAUSTED: "quota exhausted (at or below the exit cutoff)",
+    Reason.RESERVE_REACHED: "held back: the connection's reserve is kept for the operator's own use",
     Reason.BELOW_REENTRY_FLOOR: "latched: waiting to climb above the re-entry floor",
 }
 
@@ -298,14 +299,14 @@ class Overview:
     config: LadderConfig
 
 
-def _window_view(window: Window, config: LadderConfig, now: datetime) -> WindowView:
+def _window_view(window: Window, limits: Thresholds, now: datetime) -> WindowView:
     return WindowView(
         name=window.name,
         remaining_pct=window.remaining_pct,
-        cutoff_pct=config.exit_cutoff_pct,
-        floor_pct=config.reentry_floor_pct,
+        cutoff_pct=limits.cutoff_pct,
+        floor_pct=limits.floor_pct,
         latched=window.latched,
-        usable=is_usable(window, config),
+        usable=is_usable(window, limits),
         reset_at=window.reset_at,
         reset_in=until_words(window.reset_at, now),
         reset_passed=reset_passed(window, now),
@@ -318,6 +319,7 @@ def _card(
 ) -> ConnectionCard:
     reading = connection.reading
     cooling = connection.cooldown_until is not None and connection.cooldown_until > now
+    limits = connection_limits(connection, config)
     return ConnectionCard(
         id=connection.id,
         provider=connection.provider,
@@ -335,8 +337,8 @@ def _card(
         reading_source=reading.source if reading else "",
         reading_verifiable=reading.verifiable if reading else False,
         reading_note=reading.note if reading else "",
-        reading_stale=bool(reading and is_too_old(reading, now, config)),
-        windows=tuple(_window_view(w, config, now) for w in reading.windows) if (reading and quota) else (),
+        reading_stale=bool(reading and is_too_old(reading, now, limits)),
+        windows=tuple(_window_view(w, limits, now) for w in reading.windows) if (reading and quota) else (),
     )
 
 
@@ -608,7 +610,7 @@ def chart_build(
     readings: list[m.QuotaReading],
     failures: list[m.FailureEvent],
     cooldown_until: datetime | None,
-    config: LadderConfig,
+    limits: Thresholds,
     now: datetime,
 ) -> Chart:
     start = now - CHART_SPAN
@@ -642,7 +644,7 @@ def chart_build(
     for begin, end in spans:
         x0, x1 = _x(max(begin, start), start), _x(min(end, now), start)
         cooldowns.append(ChartSpan(x0, max(2.0, x1 - x0), f"cooldown until {end:%Y-%m-%d %H:%M:%S}Z"))
-    floor_y, cutoff_y = _y(config.reentry_floor_pct), _y(config.exit_cutoff_pct)
+    floor_y, cutoff_y = _y(limits.floor_pct), _y(limits.cutoff_pct)
     ticks = [
         ChartMark(_x(now - timedelta(hours=h), start), f"-{h}h" if h else "now") for h in (24, 18, 12, 6, 0)
     ]
@@ -688,7 +690,8 @@ def connection_page_build(*, connection_id: str, now: datetime) -> ConnectionPag
         m.FailureEvent.objects.filter(connection_id=connection_id).order_by("-observed_at", "-id")[:20]
     )
     chart_failures = [f for f in failures if f.observed_at >= start]
-    chart = chart_build(readings, chart_failures, connection.cooldown_until, config, now)
+    limits = connection_limits(connection, config)
+    chart = chart_build(readings, chart_failures, connection.cooldown_until, limits, now)
     usage_rows = list(
         m.UsageEvent.objects.filter(connection_id=connection_id).order_by("-occurred_at", "-id")[:20]
     )

@@ -118,6 +118,10 @@ def state_import(*, data: Any, replace: bool = False) -> ImportSummary:
                 connection.overage_override,
             )
             conn_row.models = None if connection.models is None else list(connection.models)
+            # The file's poll_interval_s is the connection's effective interval: the operator's minimum
+            # is the part of it a file can set (STATE.md).
+            conn_row.min_poll_interval_s = connection.poll_interval_s
+            conn_row.reserve_pct = connection.reserve_pct
             conn_row.position = index
             _full_clean(conn_row, f"connections[{index}]", exclude_unique=True)
             conn_row.save()

@@ -27,6 +27,7 @@ from ladder.domain.types import (
     LadderConfig,
     Rung,
 )
+from ladder.domain.windows import POLL_INTERVAL_MAX_S
 
 BILLING_CHOICES = [(value, value) for value in BILLINGS]
 OVERAGE_CHOICES = [(value, value) for value in OVERAGES]
@@ -152,6 +153,27 @@ class Connection(models.Model):
     last_polled_at = models.DateTimeField(null=True, blank=True)
     poll_backoff_level = models.PositiveSmallIntegerField(default=0)
     last_poll_error = models.TextField(blank=True, default="")
+    # DESIGN L5: the operator's minimum polling interval; when slower than refresh_interval_s it is
+    # the connection's poll_interval_s, and its readings stay fresh that much longer.
+    min_poll_interval_s = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[
+            MinValueValidator(0),
+            MaxValueValidator(POLL_INTERVAL_MAX_S),
+        ],
+        help_text="Poll no more often than every this many seconds (above 0, at most 86,400). When slower "
+        "than the refresh interval, readings stay fresh for the reading age limit plus this. Empty: "
+        "every refresh interval.",
+    )
+    # DESIGN L6 Reserve: quota kept for the operator's own use of the same account.
+    reserve_pct = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0), MaxValueValidator(100)],
+        help_text="Keep this much of every window (0–100 %) for your own use: the connection leaves the "
+        "plan rung at or below it and comes back only above it plus the hysteresis band. Empty: none.",
+    )
     # Last on purpose: from here on, `models` in this class body is this field, not django.db.models.
     models = models.JSONField(
         null=True,
@@ -179,6 +201,17 @@ class Connection(models.Model):
                 condition=Q(overage_override__isnull=True) | Q(overage_override__in=OVERAGES),
                 name="connection_overage_override_valid",
                 violation_error_message=f"overage_override must be empty or one of: {', '.join(OVERAGES)}.",
+            ),
+            models.CheckConstraint(
+                condition=Q(min_poll_interval_s__isnull=True)
+                | (Q(min_poll_interval_s__gt=0) & Q(min_poll_interval_s__lte=POLL_INTERVAL_MAX_S)),
+                name="connection_min_poll_interval_range",
+                violation_error_message="min_poll_interval_s must be empty, or above 0 and at most 86400.",
+            ),
+            models.CheckConstraint(
+                condition=Q(reserve_pct__isnull=True) | (Q(reserve_pct__gte=0) & Q(reserve_pct__lte=100)),
+                name="connection_reserve_pct_range",
+                violation_error_message="reserve_pct must be empty or between 0 and 100.",
             ),
         ]
         indexes: ClassVar[list[models.Index]] = [

@@ -9,6 +9,7 @@ from typing import Any
 
 from ladder.domain.autoid import TIERS, compose_auto_id
 from ladder.domain.types import BUDGET_RUNGS, CATEGORIES, FAILURE_CLASSES, SOURCES, Reason
+from ladder.domain.windows import POLL_INTERVAL_MAX_S
 
 JSON = "application/json"
 TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?Z$"
@@ -266,6 +267,20 @@ def _schemas() -> dict[str, Any]:
                 "enabled": {"type": "boolean"},
                 "disabled_reason": {"type": ["string", "null"]},
                 "cooldown_until": nullable(TIME),
+                "poll_interval_s": {
+                    "type": ["number", "null"],
+                    "exclusiveMinimum": 0,
+                    "maximum": POLL_INTERVAL_MAX_S,
+                    "description": "its polling interval when slower than refresh_interval_s (DESIGN L5: "
+                    "its readings stay fresh max_reading_age_s + this); null: polled every interval",
+                },
+                "reserve_pct": {
+                    "type": ["number", "null"],
+                    "minimum": 0,
+                    "maximum": 100,
+                    "description": "quota kept for the operator's own use (DESIGN L6): the connection "
+                    "leaves the plan rung at or below max(exit_cutoff_pct, reserve_pct)",
+                },
                 "reading": nullable(ref("Reading")),
                 "rungs": {"type": "object", "additionalProperties": {"enum": RUNGS}},
             }

@@ -22,6 +22,7 @@ from ladder.domain.types import (
     BudgetPeriod,
     CatalogEntry,
     Connection,
+    LadderConfig,
     ModelEntry,
     Overage,
     Reading,
@@ -29,6 +30,7 @@ from ladder.domain.types import (
     Source,
     Window,
 )
+from ladder.domain.windows import effective_poll_interval_s
 from ladder.gcpause import paused_gc
 
 
@@ -41,7 +43,7 @@ def snapshot_load(*, now: datetime | None = None) -> Snapshot:
         config = configuration_get().to_domain()
         readings = readings_latest()
         connections = tuple(
-            connection_from_values(values, readings.get(values[0]))
+            connection_from_values(values, readings.get(values[0]), config=config)
             for values in m.Connection.objects.order_by("position", "id").values_list(*CONNECTION_FIELDS)
         )
         return Snapshot(
@@ -206,13 +208,17 @@ CONNECTION_FIELDS = (
     "cooldown_until",
     "overage_override",
     "models",
+    "min_poll_interval_s",
+    "reserve_pct",
 )
 
 
-def connection_from_values(values: tuple[Any, ...], reading: Reading | None) -> Connection:
+def connection_from_values(
+    values: tuple[Any, ...], reading: Reading | None, *, config: LadderConfig
+) -> Connection:
     """A row of `values_list(*CONNECTION_FIELDS)` as the domain's connection."""
     cid, provider, auth_type, keyless, enabled = values[:5]
-    disabled_reason, base_url, cooldown_until, override, models = values[5:]
+    disabled_reason, base_url, cooldown_until, override, models, min_poll_interval_s, reserve_pct = values[5:]
     return Connection(
         id=cid,
         provider=provider,
@@ -225,10 +231,12 @@ def connection_from_values(values: tuple[Any, ...], reading: Reading | None) -> 
         overage_override=cast("Overage | None", override),
         models=None if models is None else tuple(models),
         reading=reading,
+        poll_interval_s=effective_poll_interval_s(config.refresh_interval_s, min_poll_interval_s),
+        reserve_pct=reserve_pct,
     )
 
 
-def connection_to_domain(row: m.Connection, reading: Reading | None) -> Connection:
+def connection_to_domain(row: m.Connection, reading: Reading | None, *, config: LadderConfig) -> Connection:
     return Connection(
         id=row.id,
         provider=row.provider,
@@ -241,6 +249,8 @@ def connection_to_domain(row: m.Connection, reading: Reading | None) -> Connecti
         overage_override=cast("Overage | None", row.overage_override),
         models=None if row.models is None else tuple(row.models),
         reading=reading,
+        poll_interval_s=effective_poll_interval_s(config.refresh_interval_s, row.min_poll_interval_s),
+        reserve_pct=row.reserve_pct,
     )
 
 

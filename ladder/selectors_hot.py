@@ -33,6 +33,6 @@ def snapshot_load_hot(*, now: datetime | None = None) -> Snapshot:
         config=config,
         billing_catalog=catalog_entries(),
         models=model_entries(),
-        connections=tuple(connection_to_domain(row, readings.get(row.id)) for row in rows),
+        connections=tuple(connection_to_domain(row, readings.get(row.id), config=config) for row in rows),
         spend_usd=spend_usd(period=config.budget_period, now=now),
     )

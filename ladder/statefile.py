@@ -33,6 +33,7 @@ from ladder.domain.types import (
     Window,
     slot_builder,
 )
+from ladder.domain.windows import POLL_INTERVAL_MAX_S
 
 # What an adapter can observe of overage: switched on, or seen off. "unknown" is no observation (null).
 OBSERVED_OVERAGES = ("meters-to-paid", "hard-stop")
@@ -157,6 +158,20 @@ def parse_pct(value: Any, path: str) -> float:
     return float(value)
 
 
+def parse_optional_pct(value: Any, path: str) -> float | None:
+    return None if value is None else parse_pct(value, path)
+
+
+def parse_poll_interval(value: Any, path: str) -> float | None:
+    if value is None:
+        return None
+    if not is_number(value) or not 0 < value <= POLL_INTERVAL_MAX_S:
+        raise StateError(
+            path, f"must be a number of seconds above 0 and at most {POLL_INTERVAL_MAX_S:g}, or null"
+        )
+    return float(value)
+
+
 def _choice(choices: Sequence[str], nullable: bool) -> Callable[[Any, str], Any]:
     def parse(value: Any, path: str) -> Any:
         if value is None and nullable:
@@ -272,6 +287,8 @@ def parse_connection(value: Any, path: str) -> Connection:
             "base_url",
             "cooldown_until",
             "overage_override",
+            "poll_interval_s",
+            "reserve_pct",
             "models",
             "quota",
         ),
@@ -289,6 +306,8 @@ def parse_connection(value: Any, path: str) -> Connection:
         overage_override=obj.get("overage_override", _choice(OVERAGES, True), None),
         models=models,
         reading=obj.get("quota", parse_reading, None),
+        poll_interval_s=obj.get("poll_interval_s", parse_poll_interval, None),
+        reserve_pct=obj.get("reserve_pct", parse_optional_pct, None),
     )
 
 
@@ -309,6 +328,8 @@ _CONNECTION_KEYS = frozenset(
         "base_url",
         "cooldown_until",
         "overage_override",
+        "poll_interval_s",
+        "reserve_pct",
         "models",
         "quota",
     )
@@ -441,6 +462,18 @@ def _fast_connection(value: Any, cache: dict[str, datetime]) -> Connection:
     models = get("models")
     if models is not None:
         models = _fast_str_tuple(models)
+    poll_interval = get("poll_interval_s")
+    if poll_interval is not None:
+        if type(poll_interval) is int:
+            poll_interval = float(poll_interval)
+        if type(poll_interval) is not float or not 0.0 < poll_interval <= POLL_INTERVAL_MAX_S:
+            raise _Slow
+    reserve = get("reserve_pct")
+    if reserve is not None:
+        if type(reserve) is int:
+            reserve = float(reserve)
+        if type(reserve) is not float or not 0.0 <= reserve <= 100.0:
+            raise _Slow
     quota = get("quota")
     return _build_connection(
         connection_id,
@@ -454,6 +487,8 @@ def _fast_connection(value: Any, cache: dict[str, datetime]) -> Connection:
         override,
         models,
         None if quota is None else _fast_reading(quota, cache),
+        poll_interval,
+        reserve,
     )
 
 
@@ -614,6 +649,8 @@ def state_to_dict(snapshot: Snapshot, now: datetime) -> dict[str, Any]:
                 "base_url": c.base_url,
                 "cooldown_until": format_utc_or_none(c.cooldown_until),
                 "overage_override": c.overage_override,
+                "poll_interval_s": c.poll_interval_s,
+                "reserve_pct": c.reserve_pct,
                 "models": None if c.models is None else list(c.models),
                 "quota": reading_to_dict(c.reading),
             }

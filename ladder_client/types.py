@@ -404,6 +404,8 @@ class ConnectionState:
     cooldown_until: datetime | None
     reading: Reading | None
     rungs: Mapping[str, str] = field(default_factory=dict)
+    poll_interval_s: float | None = None
+    reserve_pct: float | None = None
 
     @classmethod
     def from_json(cls, document: Any, where: str) -> ConnectionState:
@@ -421,6 +423,8 @@ class ConnectionState:
             cooldown_until=f.time_or_none("cooldown_until"),
             reading=None if reading is None else Reading.from_json(reading, f.at("reading")),
             rungs={str(model): rungs.text(str(model)) for model in rungs.document},
+            poll_interval_s=f.number_or_none("poll_interval_s"),
+            reserve_pct=f.number_or_none("reserve_pct"),
         )
 
 

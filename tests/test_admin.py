@@ -85,6 +85,8 @@ def connection_form(**overrides: str) -> dict[str, str]:
         "position": "0",
         "models": "",
         "overage_override": "",
+        "reserve_pct": "",
+        "min_poll_interval_s": "",
         "base_url": "",
         "cooldown_until_0": "",
         "cooldown_until_1": "",
@@ -373,3 +375,35 @@ def test_it_stores_the_models_field_as_typed(admin_client: Client, typed: str, s
     )
     assert edited.status_code == 302, edited.content[:2000]
     assert Connection.objects.get(pk="c-models").models == stored
+
+
+def test_it_saves_a_reserve_and_a_minimum_poll_interval(admin_client: Client) -> None:
+    response = admin_client.post(
+        reverse("admin:ladder_connection_add"),
+        connection_form(id="c-reserve", reserve_pct="20", min_poll_interval_s="300"),
+    )
+
+    assert response.status_code == 302, response.content[:2000]
+    row = Connection.objects.get(pk="c-reserve")
+    assert (row.reserve_pct, row.min_poll_interval_s) == (20.0, 300.0)
+    assert selectors.snapshot_load().connections_by_id["c-reserve"].reserve_pct == 20.0
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("reserve_pct", "100.5"),
+        ("reserve_pct", "-1"),
+        ("min_poll_interval_s", "0"),
+        ("min_poll_interval_s", "90000"),
+    ],
+)
+def test_it_shows_reserve_and_poll_interval_errors(admin_client: Client, field: str, value: str) -> None:
+    response = admin_client.post(
+        reverse("admin:ladder_connection_add"), connection_form(id="c-bad", **{field: value})
+    )
+
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert field in errors or any(field in str(e) for e in errors.get("__all__", [])), errors
+    assert not Connection.objects.filter(pk="c-bad").exists()

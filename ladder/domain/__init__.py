@@ -22,7 +22,7 @@ from ladder.domain.cooldown import (
     transient_cooldown_until,
 )
 from ladder.domain.render import resolution_to_dict
-from ladder.domain.resolve import catalog_candidates, judge_pair, resolve
+from ladder.domain.resolve import catalog_candidates, resolve
 from ladder.domain.tiers import economic_tier, rung_for
 from ladder.domain.types import (
     Candidate,
@@ -74,7 +74,6 @@ __all__ = [
     "is_fresh",
     "is_paid_tier_auto_id",
     "is_usable",
-    "judge_pair",
     "next_latch",
     "normalise_auth_type",
     "parse_auto_id",

@@ -27,19 +27,19 @@ from ladder.domain.types import (
     Empty,
     Exclusion,
     Grouping,
-    LadderConfig,
-    ModelEntry,
     PoolEntry,
     Reason,
     Resolution,
     Rung,
     Snapshot,
+    Thresholds,
     Window,
 )
 from ladder.domain.windows import (
     applicable_windows,
+    blocking_reason,
     blocks_as_evidence,
-    is_exhausted,
+    connection_limits,
     is_too_old,
     is_usable,
     reset_passed,
@@ -130,15 +130,17 @@ def _next_moment(snapshot: Snapshot, after: datetime) -> datetime | None:
     """The first moment after `after` at which some verdict of the snapshot may change."""
     moments: list[datetime] | None = snapshot.memo.get(_MOMENTS)
     if moments is None:
-        # is_too_old is "age > max": a reading is still fresh at exactly fetched_at + max.
-        max_age = timedelta(seconds=snapshot.config.max_reading_age_s, microseconds=1)
+        facts = _facts_table(snapshot)
         moments = []
         for connection in snapshot.connections:
             if connection.cooldown_until is not None:
                 moments.append(connection.cooldown_until)
             reading = connection.reading
             if reading is not None:
-                moments.append(reading.fetched_at + max_age)
+                # Each connection's own age limit (L5); is_too_old is "age > limit": a reading is still
+                # fresh at exactly fetched_at + limit.
+                limit_s = facts[connection.id][4].age_limit_s
+                moments.append(reading.fetched_at + timedelta(seconds=limit_s, microseconds=1))
                 moments.extend(w.reset_at for w in reading.windows if w.reset_at is not None)
         moments.sort()
         snapshot.memo[_MOMENTS] = moments
@@ -152,8 +154,9 @@ def billing_verdict(snapshot: Snapshot, connection: Connection) -> BillingVerdic
 
 
 # Per connection: itself, its billing verdict, the rung its billing fixes (subscription 0, keyless 1;
-# None: the candidate's economic tier decides, L3), and the scopes of its model-scoped windows.
-Facts = tuple[Connection, BillingVerdict, Rung | None, tuple[tuple[str, ...], ...]]
+# None: the candidate's economic tier decides, L3), the scopes of its model-scoped windows, and its
+# thresholds (L5 age limit, L6 cutoff and floor).
+Facts = tuple[Connection, BillingVerdict, Rung | None, tuple[tuple[str, ...], ...], Thresholds]
 
 
 def _facts_table(snapshot: Snapshot) -> dict[str, Facts]:
@@ -161,6 +164,7 @@ def _facts_table(snapshot: Snapshot) -> dict[str, Facts]:
     table: dict[str, Facts] | None = snapshot.memo.get(_FACTS)
     if table is None:
         catalog = snapshot.catalog_by_key
+        config = snapshot.config
         # The verdict depends on these alone: connections of one kind share one.
         verdicts: dict[tuple[object, ...], BillingVerdict] = {}
         table = {}
@@ -181,7 +185,8 @@ def _facts_table(snapshot: Snapshot) -> dict[str, Facts]:
             verdict = verdicts.get(kind)
             if verdict is None:
                 verdict = verdicts[kind] = classify_billing(connection, catalog)
-            table[connection.id] = (connection, verdict, _BILLING_RUNGS.get(verdict.billing), scopes)
+            limits = connection_limits(connection, config)
+            table[connection.id] = (connection, verdict, _BILLING_RUNGS.get(verdict.billing), scopes, limits)
         snapshot.memo[_FACTS] = table
     return table
 
@@ -215,23 +220,28 @@ def _pct(value: float) -> str:
     return f"{value:g}%"
 
 
-def _window_detail(window: Window, config: LadderConfig) -> str:
-    if is_exhausted(window, config):
-        return f"window {window.name} at {window.remaining_pct:.1f}% ≤ cutoff {_pct(config.exit_cutoff_pct)}"
-    return (
-        f"window {window.name} latched at {window.remaining_pct:.1f}% ≤ re-entry floor "
-        f"{_pct(config.reentry_floor_pct)}"
-    )
+def _window_detail(window: Window, reason: str, limits: Thresholds) -> str:
+    at = f"window {window.name} at {window.remaining_pct:.1f}%"
+    if reason == Reason.QUOTA_EXHAUSTED:
+        return f"{at} ≤ cutoff {_pct(limits.exit_cutoff_pct)}"
+    if reason == Reason.RESERVE_REACHED:
+        return f"{at} ≤ reserve {_pct(limits.reserve_pct or 0.0)} kept for the operator's own use"
+    floor = _pct(limits.floor_pct)
+    return f"window {window.name} latched at {window.remaining_pct:.1f}% ≤ re-entry floor {floor}"
 
 
-def _blocked(blocking: list[Window], config: LadderConfig) -> tuple[str, str, datetime | None]:
+# L6: a pair reports the first of these that any of its blocking windows has.
+_REASON_ORDER = (Reason.QUOTA_EXHAUSTED, Reason.RESERVE_REACHED, Reason.BELOW_REENTRY_FLOOR)
+
+
+def _blocked(blocking: list[Window], limits: Thresholds) -> tuple[str, str, datetime | None]:
     """Reason, detail and the moment all blocking windows have reset (None if one has no reset)."""
-    exhausted = [w for w in blocking if is_exhausted(w, config)]
-    reason = Reason.QUOTA_EXHAUSTED if exhausted else Reason.BELOW_REENTRY_FLOOR
-    shown = exhausted[0] if exhausted else blocking[0]
+    reasons = [blocking_reason(w, limits) for w in blocking]
+    reason = min(reasons, key=_REASON_ORDER.index)
+    shown = blocking[reasons.index(reason)]
     resets = [w.reset_at for w in blocking]
     retry_at = None if any(r is None for r in resets) else max(r for r in resets if r is not None)
-    return reason, _window_detail(shown, config), retry_at
+    return reason, _window_detail(shown, reason, limits), retry_at
 
 
 def _billing_failure(connection: Connection, verdict: BillingVerdict) -> tuple[str, str] | None:
@@ -253,25 +263,6 @@ def _billing_failure(connection: Connection, verdict: BillingVerdict) -> tuple[s
     return None
 
 
-def judge_pair(
-    *,
-    grouping: Grouping,
-    connection: Connection,
-    verdict: BillingVerdict,
-    model: str,
-    model_entry: ModelEntry | None,
-    budgets: dict[Rung, RungBudget],
-    config: LadderConfig,
-    now: datetime,
-    rung: Rung | None = None,
-) -> PairVerdict:
-    if rung is None:
-        rung = rung_for(verdict.billing, model_entry, config)
-    if grouping == "subscription":
-        return _judge_subscription(connection, verdict, rung, model, config, now)
-    return _judge_thrifty(connection, rung, model, budgets.get(rung), config, now)
-
-
 def _disabled(connection: Connection, rung: Rung) -> PairVerdict:
     reason = connection.disabled_reason
     return PairVerdict(rung, Reason.DISABLED, f"disabled ({reason})" if reason else "disabled", None, False)
@@ -287,7 +278,7 @@ def _future(moment: datetime | None, now: datetime) -> datetime | None:
 
 
 def _freshness(
-    connection: Connection, model: str, config: LadderConfig, now: datetime
+    connection: Connection, model: str, limits: Thresholds, now: datetime
 ) -> tuple[tuple[Window, ...], bool]:
     """L4/L5: the reading's windows that apply to the model, and whether the reading needs a refresh
     (missing, older than the age limit, or describing a period that has ended)."""
@@ -295,7 +286,7 @@ def _freshness(
     if reading is None:
         return (), True
     windows = applicable_windows(reading, model)
-    if (now - reading.fetched_at).total_seconds() > config.max_reading_age_s:
+    if (now - reading.fetched_at).total_seconds() > limits.age_limit_s:
         return windows, True
     for window in windows:
         if window.reset_at is not None and window.reset_at <= now:
@@ -314,7 +305,7 @@ def _judge_thrifty(
     rung: Rung,
     model: str,
     budget: RungBudget | None,
-    config: LadderConfig,
+    limits: Thresholds,
     now: datetime,
 ) -> PairVerdict:
     """L10: disabled and cooling-down connections are out; rungs 3–4 answer to their budget (L8);
@@ -333,12 +324,12 @@ def _judge_thrifty(
         return PairVerdict(rung, reason, detail, _future(retry_at, now), False)
     if rung not in PLAN_READING_RUNGS or connection.keyless:
         return _PASSING[(rung, False)]
-    windows, stale = _freshness(connection, model, config, now)
+    windows, stale = _freshness(connection, model, limits, now)
     reading = connection.reading
     if reading is not None and reading.verifiable:
-        evidence = [w for w in windows if blocks_as_evidence(w, not stale, now, config)]
+        evidence = [w for w in windows if blocks_as_evidence(w, not stale, now, limits)]
         if evidence:
-            reason, detail, retry_at = _blocked(evidence, config)
+            reason, detail, retry_at = _blocked(evidence, limits)
             return PairVerdict(rung, reason, detail, _future(retry_at, now), stale)
     return _PASSING[(rung, stale)]
 
@@ -348,7 +339,7 @@ def _judge_subscription(
     verdict: BillingVerdict,
     rung: Rung,
     model: str,
-    config: LadderConfig,
+    limits: Thresholds,
     now: datetime,
 ) -> PairVerdict:
     """L9: an enabled plan connection that cannot bill past its quota, not cooling down, with a fresh
@@ -362,15 +353,15 @@ def _judge_subscription(
     if billing_failure is not None:
         reason, detail = billing_failure
         return PairVerdict(rung, reason, detail, None, False)
-    windows, stale = _freshness(connection, model, config, now)
-    plan_reason, plan_detail, retry_at = _judge_plan_reading(connection, windows, config, now)
+    windows, stale = _freshness(connection, model, limits, now)
+    plan_reason, plan_detail, retry_at = _judge_plan_reading(connection, windows, limits, now)
     if plan_reason is None:
         return _PASSING[(rung, stale)]
     return PairVerdict(rung, plan_reason, plan_detail, _future(retry_at, now), stale)
 
 
 def _judge_plan_reading(
-    connection: Connection, windows: tuple[Window, ...], config: LadderConfig, now: datetime
+    connection: Connection, windows: tuple[Window, ...], limits: Thresholds, now: datetime
 ) -> tuple[str | None, str, datetime | None]:
     """L9's reading checks for a plan pair that passed the billing checks."""
     reading = connection.reading
@@ -390,12 +381,12 @@ def _judge_plan_reading(
                 f"window {window.name} reset at {format_utc(window.reset_at)}: reading is of a past period",
                 None,
             )
-    if is_too_old(reading, now, config):
+    if is_too_old(reading, now, limits):
         age = (now - reading.fetched_at).total_seconds()
-        return Reason.READING_STALE, f"reading is {age:.0f}s old > {config.max_reading_age_s:g}s", None
-    blocking = [w for w in windows if not is_usable(w, config)]
+        return Reason.READING_STALE, f"reading is {age:.0f}s old > {limits.age_limit_s:g}s", None
+    blocking = [w for w in windows if not is_usable(w, limits)]
     if blocking:
-        return _blocked(blocking, config)
+        return _blocked(blocking, limits)
     return None, "", None
 
 
@@ -427,7 +418,7 @@ def _judge_case(
     """A pair's verdict, judged once per distinct case; and whether it may be kept until memo.until."""
     if facts is None:
         return _unknown(connection_id), True
-    connection, verdict, billing_rung, scopes = facts
+    connection, verdict, billing_rung, scopes, limits = facts
     # L3 per pair: the connection's billing picks rung 0 or 1, else the candidate's tier decides.
     rung = tier_rung if billing_rung is None else billing_rung
     # A pair's verdict depends on the model only through its rung and the scoped windows that apply
@@ -437,9 +428,9 @@ def _judge_case(
     if pair is not None:
         return pair, True
     if grouping == "subscription":
-        pair = _judge_subscription(connection, verdict, rung, model, snapshot.config, now)
+        pair = _judge_subscription(connection, verdict, rung, model, limits, now)
     else:
-        pair = _judge_thrifty(connection, rung, model, budgets.get(rung), snapshot.config, now)
+        pair = _judge_thrifty(connection, rung, model, budgets.get(rung), limits, now)
     if pair.reason == Reason.READING_STALE:
         return pair, False  # its detail tells the reading's age: true at this moment only
     if memo.stored < MEMO_MAX_VERDICTS:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from enum import IntEnum
 from functools import cached_property
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -63,6 +63,7 @@ class Reason:
     WINDOW_RESET_PASSED = "window_reset_passed"
     READING_STALE = "reading_stale"
     QUOTA_EXHAUSTED = "quota_exhausted"
+    RESERVE_REACHED = "reserve_reached"
     BELOW_REENTRY_FLOOR = "below_reentry_floor"
 
     ALL: tuple[str, ...] = (
@@ -80,6 +81,7 @@ class Reason:
         WINDOW_RESET_PASSED,
         READING_STALE,
         QUOTA_EXHAUSTED,
+        RESERVE_REACHED,
         BELOW_REENTRY_FLOOR,
     )
 
@@ -131,6 +133,52 @@ class LadderConfig:
     @property
     def reentry_floor_pct(self) -> float:
         return max(self.reentry_min_remaining_pct, self.exit_cutoff_pct)
+
+    # The configuration is also the Thresholds of a connection with no reserve and no poll interval.
+    @property
+    def reserve_pct(self) -> None:
+        return None
+
+    @property
+    def cutoff_pct(self) -> float:
+        return self.exit_cutoff_pct
+
+    @property
+    def floor_pct(self) -> float:
+        return self.reentry_floor_pct
+
+    @property
+    def age_limit_s(self) -> float:
+        return self.max_reading_age_s
+
+
+class Thresholds(Protocol):
+    """What L5 and L6 read of a connection: its cutoff and re-entry floor (shifted up by its reserve),
+    the global exit cutoff (which alone names a window `quota_exhausted`), and its reading age limit.
+    A LadderConfig is the thresholds of a connection with neither a reserve nor a poll interval;
+    ladder.domain.windows.connection_limits gives any connection's."""
+
+    @property
+    def exit_cutoff_pct(self) -> float: ...
+    @property
+    def reserve_pct(self) -> float | None: ...
+    @property
+    def cutoff_pct(self) -> float: ...
+    @property
+    def floor_pct(self) -> float: ...
+    @property
+    def age_limit_s(self) -> float: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """One connection's Thresholds (DESIGN L5, L6 Reserve)."""
+
+    exit_cutoff_pct: float
+    reserve_pct: float | None
+    cutoff_pct: float
+    floor_pct: float
+    age_limit_s: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +235,10 @@ class Connection:
     overage_override: Overage | None = None
     models: tuple[str, ...] | None = None
     reading: Reading | None = None
+    # L5: its polling interval when slower than refresh_interval_s (None: polled every interval).
+    poll_interval_s: float | None = None
+    # L6: quota kept for the operator's own use, in % (None: none kept).
+    reserve_pct: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,8 +18,15 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from ladder.domain.types import SOURCES, LadderConfig, Reading
-from ladder.domain.windows import FUTURE_TOLERANCE_S, exhaust_windows, is_fresh, next_latch
+from ladder.domain.types import SOURCES, LadderConfig, Reading, Thresholds
+from ladder.domain.windows import (
+    FUTURE_TOLERANCE_S,
+    effective_poll_interval_s,
+    exhaust_windows,
+    is_fresh,
+    limits_for,
+    next_latch,
+)
 from ladder.models import Connection, FailureEvent, LadderConfiguration, QuotaReading, QuotaWindow
 from ladder.services import hotstate
 from ladder.services.state import bump_state_version
@@ -70,13 +77,11 @@ def reading_record(
     - Refuses (ValidationError naming the field) a reading whose ``fetched_at`` lies more than 300 s
       after ``now``, lacks a zone, or has a window outside 0–100 % or a duplicate window name.
     - Each window's latch is ``next_latch`` of the same-name window in the connection's previous
-      readings (the latest one that has it); a window seen for the first time starts from its own flag.
+      readings (the latest one that has it), against the connection's own cutoff and floor (its
+      reserve shifts both, DESIGN L6); a window seen for the first time starts from its own flag.
     - ``backoff_level`` goes back to 0 when the reading is verifiable and every window is above the
-      re-entry floor.
-    - ``next_refresh_at`` = now + ``refresh_interval_s``; for a fresh passive-header reading, not
-      before ``fetched_at + max_reading_age_s − refresh_interval_s`` (the poll would learn nothing
-      new) and never earlier than a poll already scheduled (a throttled poll stays backed off);
-      never later than a window's future reset (+1 s), when the reading turns stale.
+      connection's re-entry floor.
+    - ``next_refresh_at``: see ``next_refresh_after``.
     - With ``claim_until``, the write happens only while the connection's claim is that one (it is
       then released), else ClaimLost; ``connection_updates`` are set on the connection as well.
     - The state version is bumped when the reading is the connection's latest; the hot state is
@@ -149,6 +154,17 @@ def reading_store(
     the caller runs it inside ``transaction.atomic()`` and, for the latest readings it stored, bumps
     the version once and writes ``hot`` (the items appended here) after commit. Batch writers use it."""
     reading_validate(reading, now)
+    row_values = (
+        Connection.objects.filter(pk=connection_id)
+        .values_list("reserve_pct", "min_poll_interval_s", "next_refresh_at", "last_polled_at")
+        .first()
+    )
+    reserve_pct, min_poll_interval_s, scheduled, last_polled_at = row_values or (None, None, None, None)
+    limits = limits_for(
+        config,
+        reserve_pct=reserve_pct,
+        poll_interval_s=effective_poll_interval_s(config.refresh_interval_s, min_poll_interval_s),
+    )
     recent = list(
         QuotaReading.objects.filter(connection_id=connection_id)
         .order_by("-fetched_at", "-id")
@@ -157,7 +173,7 @@ def reading_store(
     is_latest = not recent or recent[0][1] <= reading.fetched_at
     previous = _previous_latches([rid for rid, fetched in recent if fetched <= reading.fetched_at])
     windows = tuple(
-        replace(w, latched=next_latch(previous.get(w.name, w.latched), w.remaining_pct, config))
+        replace(w, latched=next_latch(previous.get(w.name, w.latched), w.remaining_pct, limits))
         for w in reading.windows
     )
     # A quota-exhaustion failure observed after this reading's own time is newer evidence about the
@@ -185,14 +201,18 @@ def reading_store(
     updates: dict[str, Any] = dict(connection_updates or {})
     next_refresh_at: datetime | None = None
     if is_latest:
-        scheduled = None
-        if reading.source == "headers":
-            scheduled = (
-                Connection.objects.filter(pk=connection_id).values_list("next_refresh_at", flat=True).first()
-            )
-        next_refresh_at = next_refresh_after(stored, now=now, config=config, scheduled=scheduled)
+        last_polled_at = updates.get("last_polled_at", last_polled_at)
+        next_refresh_at = next_refresh_after(
+            stored,
+            now=now,
+            config=config,
+            limits=limits,
+            min_poll_interval_s=min_poll_interval_s,
+            last_polled_at=last_polled_at,
+            scheduled=scheduled if reading.source == "headers" else None,
+        )
         updates["next_refresh_at"] = next_refresh_at
-        if above_floor(stored, config):
+        if above_floor(stored, limits):
             updates["backoff_level"] = 0
     if claim_until is not None:
         updates["claimed_until"] = None
@@ -245,29 +265,47 @@ def _previous_latches(reading_ids: list[int]) -> dict[str, bool]:
     return {name: latched for name, (_, latched) in best.items()}
 
 
-def above_floor(reading: Reading, config: LadderConfig) -> bool:
-    """Verifiable, with windows, every one above the re-entry floor: the plan is back (L7)."""
+def above_floor(reading: Reading, limits: Thresholds) -> bool:
+    """Verifiable, with windows, every one above the connection's re-entry floor: the plan is back (L7)."""
     return (
         reading.verifiable
         and bool(reading.windows)
-        and all(w.remaining_pct > config.reentry_floor_pct for w in reading.windows)
+        and all(w.remaining_pct > limits.floor_pct for w in reading.windows)
     )
 
 
 def next_refresh_after(
-    reading: Reading, *, now: datetime, config: LadderConfig, scheduled: datetime | None = None
+    reading: Reading,
+    *,
+    now: datetime,
+    config: LadderConfig,
+    limits: Thresholds | None = None,
+    min_poll_interval_s: float | None = None,
+    last_polled_at: datetime | None = None,
+    scheduled: datetime | None = None,
 ) -> datetime:
-    """When the connection should be polled next after storing ``reading`` (see reading_record)."""
-    interval = timedelta(seconds=config.refresh_interval_s)
+    """When the connection should be polled next after storing ``reading``:
+
+    - every max(``refresh_interval_s``, ``min_poll_interval_s``) after now;
+    - for a fresh passive-header reading, not before it would turn stale less one interval (the poll
+      would learn nothing new), nor earlier than a poll already ``scheduled`` (a throttled poll stays
+      backed off);
+    - never later than a window's future reset (+1 s), when the reading turns stale;
+    - and never before ``last_polled_at + min_poll_interval_s``: the operator's floor wins over a
+      reset (DESIGN L5)."""
+    limits = limits or config
+    interval = timedelta(seconds=max(config.refresh_interval_s, min_poll_interval_s or 0.0))
     due = now + interval
     headers = reading.source == "headers"
-    if headers and reading.verifiable and is_fresh(reading, reading.windows, now, config):
-        due = max(due, reading.fetched_at + timedelta(seconds=config.max_reading_age_s) - interval)
+    if headers and reading.verifiable and is_fresh(reading, reading.windows, now, limits):
+        due = max(due, reading.fetched_at + timedelta(seconds=limits.age_limit_s) - interval)
     resets = [w.reset_at for w in reading.windows if w.reset_at is not None and w.reset_at > now]
     if resets:
         due = min(due, min(resets) + timedelta(seconds=RESET_GRACE_S))
     if headers and scheduled is not None and scheduled > due:
         due = scheduled
+    if min_poll_interval_s is not None and last_polled_at is not None:
+        due = max(due, last_polled_at + timedelta(seconds=min_poll_interval_s))
     return due
 
 

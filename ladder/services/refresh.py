@@ -126,7 +126,25 @@ def connections_claim(*, connection_ids: Iterable[str], now: datetime, lease_s: 
     failure (an upstream's throttling is respected whoever asks). Same token as
     ``connections_claim_due``."""
     not_backed_off = Q(poll_backoff_level=0) | _due(now)
-    return _claim(list(dict.fromkeys(connection_ids)), now=now, lease_s=lease_s, extra=not_backed_off)
+    ids = list(dict.fromkeys(connection_ids))
+    return _claim(_past_poll_floor(ids, now), now=now, lease_s=lease_s, extra=not_backed_off)
+
+
+def _past_poll_floor(ids: list[str], now: datetime) -> list[str]:
+    """The ids whose operator's minimum poll interval has passed since their last poll (DESIGN L5: a
+    refresh a resolution or an operator asks for waits for the floor too; the fan-out polls the
+    others when their next_refresh_at comes, which respects it)."""
+    early: set[str] = set()
+    for start in range(0, len(ids), CLAIM_CHUNK):
+        rows = Connection.objects.filter(
+            pk__in=ids[start : start + CLAIM_CHUNK],
+            min_poll_interval_s__isnull=False,
+            last_polled_at__isnull=False,
+        ).values_list("id", "last_polled_at", "min_poll_interval_s")
+        for cid, polled, floor_s in rows:
+            if polled is not None and floor_s is not None and polled + timedelta(seconds=floor_s) > now:
+                early.add(cid)
+    return [cid for cid in ids if cid not in early] if early else ids
 
 
 def _claim(ids: list[str], *, now: datetime, lease_s: float, extra: Q) -> list[str]:
@@ -162,6 +180,7 @@ class RefreshJob:
     provider: str
     poll_backoff_level: int
     adapter: ProviderAdapter | None = None
+    min_poll_interval_s: float | None = None  # the operator's floor (DESIGN L5)
     ref: ConnectionRef | None = None
     skip_reason: str = ""
 
@@ -191,7 +210,9 @@ def jobs_load(connection_ids: Sequence[str], *, claim_until: datetime) -> list[R
         row = rows.get(cid)
         if row is None:
             continue
-        base = RefreshJob(cid, row.provider, row.poll_backoff_level)
+        base = RefreshJob(
+            cid, row.provider, row.poll_backoff_level, min_poll_interval_s=row.min_poll_interval_s
+        )
         adapter = get_adapter(row.provider, row.auth_type)
         if adapter is None:
             auth = row.auth_type or "any auth type"
@@ -378,6 +399,8 @@ def _finish_failure(
         if result == FAILED and reset_at is not None and reset_at > now:
             wait_s = max(min(wait_s, (reset_at - now).total_seconds() + 1.0), 1.0)
     if wait_s is not None:
+        # A failed poll is a poll: the next one waits for the operator's minimum interval too (L5).
+        wait_s = max(wait_s, job.min_poll_interval_s or 0.0)
         updates |= {"next_refresh_at": now + timedelta(seconds=wait_s), "poll_backoff_level": level}
     http = f"HTTP {status}" if status is not None else "no HTTP answer"
     then = (

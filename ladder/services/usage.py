@@ -255,7 +255,7 @@ def _price(events: list[UsageInput], now: datetime) -> list[m.UsageEvent]:
                 f"the ladder knows no connection {event.connection_id!r}",
                 code="unknown_connection",
             )
-        connection = selectors.connection_to_domain(row, None)
+        connection = selectors.connection_to_domain(row, None, config=config)
         verdict = classify_billing(connection, catalog)
         entry = models.get((connection.provider, event.model))
         rung = rung_for(verdict.billing, entry, config)

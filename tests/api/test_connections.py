@@ -74,6 +74,33 @@ def test_it_lists_every_connection_with_its_verdict_rungs_and_reading(
     }
 
 
+def test_it_shows_each_connections_reserve_and_effective_poll_interval(gateway: Api, clock: Clock) -> None:
+    make_connection("reserved", windows=[{"name": "5h", "remaining_pct": 15.0}], reserve_pct=20)
+    make_connection("slow", windows=[{"name": "5h", "remaining_pct": 60.0}], min_poll_interval_s=300)
+    make_connection("fast-floor", windows=[{"name": "5h", "remaining_pct": 60.0}], min_poll_interval_s=30)
+
+    body = assert_schema(gateway.get(LIST), LIST, "get")
+
+    shown = {c["id"]: (c["reserve_pct"], c["poll_interval_s"]) for c in body["connections"]}
+    # A minimum below refresh_interval_s (60) changes nothing: the connection is polled every interval.
+    assert shown == {"reserved": (20.0, None), "slow": (None, 300.0), "fast-floor": (None, None)}
+
+
+def test_it_holds_a_reserved_plan_back_from_auto_subscription(gateway: Api, clock: Clock) -> None:
+    make_connection(
+        "reserved",
+        windows=[{"name": "5h", "remaining_pct": 15.0, "reset_at": NOW + timedelta(hours=3)}],
+        reserve_pct=20,
+    )
+
+    body = json.loads(gateway.post("/api/v1/pools/resolve", {"model": "auto/subscription"}).content)
+
+    assert body["pool"] == []
+    assert {e["reason"] for e in body["excluded"]} == {"reserve_reached"}
+    assert "reserve 20%" in body["excluded"][0]["detail"]
+    assert body["empty"]["retry_at"] == "2026-09-15T15:00:00Z"
+
+
 def test_it_never_shows_a_credential(gateway: Api, clock: Clock, rows: None) -> None:
     for response in (gateway.get(LIST), gateway.get("/api/v1/connections/key")):
         text = response.content.decode()

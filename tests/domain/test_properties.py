@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ladder.domain import (
@@ -32,6 +32,7 @@ from ladder.domain import (
     resolve,
 )
 from ladder.domain.types import CATEGORIES
+from ladder.domain.windows import applicable_windows, is_usable, limits_for, next_latch
 from tests.conftest import examples
 from tests.domain.builders import NOW
 
@@ -46,6 +47,9 @@ AUTO_IDS = ["auto/subscription", "auto/thrifty"] * 6 + [
     f"auto/{c}:{t}" for c in CATEGORIES for t in ("subscription", "thrifty")
 ]
 OFFSETS_S = (None, None, -86400, -60, 0, 60, 3600, 3600, 86400, 86400)
+# L5 poll intervals and L6 reserves: mostly none; values that straddle the ages and percentages drawn.
+POLL_INTERVALS = st.sampled_from([None] * 6 + [1.0, 20.0, 300.0, 1020.0])
+RESERVES = st.sampled_from([None] * 5 + [0.0, 1.0, 2.0, 3.0, 10.0, 20.0, 50.0, 100.0])
 
 
 def _moment(offset: int | None) -> datetime | None:
@@ -88,6 +92,8 @@ def connections(draw: st.DrawFn) -> tuple[Connection, ...]:
             overage_override=draw(st.sampled_from([None] * 5 + ["hard-stop", "meters-to-paid", "unknown"])),
             models=draw(st.one_of(st.none(), st.lists(st.sampled_from(MODEL_IDS), unique=True).map(tuple))),
             reading=draw(st.none() | readings | readings),
+            poll_interval_s=draw(POLL_INTERVALS),
+            reserve_pct=draw(RESERVES),
         )
         for cid in ids
     )
@@ -253,6 +259,8 @@ def plan_cases(draw: st.DrawFn) -> Case:
             cooldown_until=draw(st.sampled_from([None] * 9 + [90]).map(_moment)),
             overage_override=draw(rarely("meters-to-paid", None)),
             reading=None if draw(rarely(True, False)) else draw(plan_readings),
+            poll_interval_s=draw(POLL_INTERVALS),
+            reserve_pct=draw(RESERVES),
         )
         for cid in ids
     )
@@ -320,17 +328,37 @@ def applies(w: Window, model: str) -> bool:
     return not w.scope_models or any(fnmatchcase(model.lower(), g.lower()) for g in w.scope_models)
 
 
-def usable(w: Window, cfg: LadderConfig) -> bool:
-    floor = max(cfg.reentry_min_remaining_pct, cfg.exit_cutoff_pct)
-    return w.remaining_pct > (floor if w.latched else cfg.exit_cutoff_pct)
+def cutoff_of(c: Connection, cfg: LadderConfig) -> float:
+    """L6 Reserve: max(exit_cutoff_pct, reserve_pct)."""
+    return cfg.exit_cutoff_pct if c.reserve_pct is None else max(cfg.exit_cutoff_pct, c.reserve_pct)
 
 
-def exhausted(w: Window, cfg: LadderConfig) -> bool:
-    return w.remaining_pct <= cfg.exit_cutoff_pct
+def floor_of(c: Connection, cfg: LadderConfig) -> float:
+    """L6 Reserve: reentry_floor + (cutoff − exit_cutoff_pct)."""
+    reentry_floor = max(cfg.reentry_min_remaining_pct, cfg.exit_cutoff_pct)
+    return reentry_floor + (cutoff_of(c, cfg) - cfg.exit_cutoff_pct)
 
 
-def blocked(ws: list[Window], cfg: LadderConfig) -> tuple[str, datetime | None]:
-    reason = "quota_exhausted" if any(exhausted(w, cfg) for w in ws) else "below_reentry_floor"
+def age_limit_of(c: Connection, cfg: LadderConfig) -> float:
+    """L5: max_reading_age_s plus poll_interval_s whenever that is set."""
+    return cfg.max_reading_age_s + (c.poll_interval_s or 0.0)
+
+
+def usable(w: Window, c: Connection, cfg: LadderConfig) -> bool:
+    return w.remaining_pct > (floor_of(c, cfg) if w.latched else cutoff_of(c, cfg))
+
+
+def window_reason(w: Window, c: Connection, cfg: LadderConfig) -> str:
+    if w.remaining_pct <= cfg.exit_cutoff_pct:
+        return "quota_exhausted"
+    if c.reserve_pct is not None and w.remaining_pct <= c.reserve_pct:
+        return "reserve_reached"
+    return "below_reentry_floor"
+
+
+def blocked(ws: list[Window], c: Connection, cfg: LadderConfig) -> tuple[str, datetime | None]:
+    reasons = {window_reason(w, c, cfg) for w in ws}
+    reason = next(r for r in ("quota_exhausted", "reserve_reached", "below_reentry_floor") if r in reasons)
     resets = [w.reset_at for w in ws]
     return reason, (None if None in resets else max(r for r in resets if r is not None))
 
@@ -354,7 +382,7 @@ def judge(
     cooling = c.cooldown_until is not None and c.cooldown_until > now
     age = None if r is None else max(0.0, (now - r.fetched_at).total_seconds())
     passed = [w for w in ws if w.reset_at is not None and w.reset_at <= now]
-    wants_refresh = r is None or (age is not None and age > cfg.max_reading_age_s) or bool(passed)
+    wants_refresh = r is None or (age is not None and age > age_limit_of(c, cfg)) or bool(passed)
     reason: str | None = None
     retry_at: datetime | None = None
     if grouping == "subscription":
@@ -378,12 +406,12 @@ def judge(
             reason = "reading_unverifiable"
         elif passed:
             reason = "window_reset_passed"
-        elif age is not None and age > cfg.max_reading_age_s:
+        elif age is not None and age > age_limit_of(c, cfg):
             reason = "reading_stale"
         else:
-            blocking = [w for w in ws if not usable(w, cfg)]
+            blocking = [w for w in ws if not usable(w, c, cfg)]
             if blocking:
-                reason, retry_at = blocked(blocking, cfg)
+                reason, retry_at = blocked(blocking, c, cfg)
         return Verdict(rung, reason, retry_at, refresh)
     refresh = rung in (0, 2) and not c.keyless and c.enabled and not cooling and wants_refresh
     name = {3: "cheap", 4: "premium"}.get(rung)
@@ -398,12 +426,14 @@ def judge(
     elif budget is not None and name is not None and s.spend_usd.get(name, 0.0) >= budget:
         reason, retry_at = "budget_exhausted", period_bounds(now, cfg.budget_period)[1]
     elif rung in (0, 2) and r is not None and r.verifiable:
-        fresh = age is not None and age <= cfg.max_reading_age_s and not passed
+        fresh = age is not None and age <= age_limit_of(c, cfg) and not passed
         evidence = [
-            w for w in ws if not usable(w, cfg) and (fresh or (w.reset_at is not None and w.reset_at > now))
+            w
+            for w in ws
+            if not usable(w, c, cfg) and (fresh or (w.reset_at is not None and w.reset_at > now))
         ]
         if evidence:
-            reason, retry_at = blocked(evidence, cfg)
+            reason, retry_at = blocked(evidence, c, cfg)
     return Verdict(rung, reason, retry_at, refresh)
 
 
@@ -539,9 +569,9 @@ def holds_keeps_only_verified_hard_stop_plans_in_auto_subscription(
             assert r.verifiable
             ws = [w for w in r.windows if applies(w, entry.model)]
             assert ws, "a reading with no applicable window is unverified"
-            assert (NOW - r.fetched_at).total_seconds() <= s.config.max_reading_age_s
+            assert (NOW - r.fetched_at).total_seconds() <= age_limit_of(c, s.config)
             assert all(w.reset_at is None or w.reset_at > NOW for w in ws)
-            assert all(usable(w, s.config) for w in ws)
+            assert all(usable(w, c, s.config) for w in ws)
 
 
 def holds_rewrites_allowlists_to_an_ordered_subset_of_the_incoming_list(
@@ -684,10 +714,12 @@ def test_it_holds_every_invariant_over_random_states(case: Case) -> None:
 
 # --- one snapshot resolved at many clocks (its verdict memo) -----------------------------------------------
 
-# Seconds from NOW on both sides of the states' moments: reading expiries (age vs 60/180 s), cooldown
+# Seconds from NOW on both sides of the states' moments: reading expiries (age vs 60/180 s, plus a
+# poll interval of 1, 20, 300 or 1020 s), cooldown
 # ends (-60, 0, 90, 7200), window resets (-60, 0, 60, 3600, 86400), the day's and the month's end.
 CLOCK_OFFSETS_S = (
     -120, -61, -60, -1, 0, 1, 59, 60, 61, 89, 90, 91, 119, 120, 121, 178, 179, 180, 181,
+    239, 240, 241, 299, 300, 301, 479, 480, 481, 1079, 1080, 1081, 1199, 1200, 1201,
     1020, 1021, 3599, 3600, 3601, 7199, 7200, 43199, 43200, 86400, 820799, 820800,
 )  # fmt: skip
 
@@ -734,3 +766,59 @@ def test_it_answers_for_any_spend_as_a_fresh_snapshot_would(
         reused = resolve(shared, case.model, case.candidates, NOW)
         fresh = resolve(case.snapshot_copy().with_spend(dict(spend)), case.model, case.candidates, NOW)
         assert resolution_to_dict(reused) == resolution_to_dict(fresh), spend
+
+
+# --- L6 Reserve: a connection's own cutoff and band -------------------------------------------------------
+
+
+def _with_reserve(snapshot: Snapshot, reserve: float | None) -> Snapshot:
+    connections = tuple(replace(c, reserve_pct=reserve) for c in snapshot.connections)
+    return Snapshot(snapshot.config, snapshot.billing_catalog, snapshot.models, connections, {})
+
+
+@settings(PROFILE)
+@given(plan_cases(), st.sampled_from([0.0, 1.0, 2.0, 3.0, 10.0, 20.0, 50.0, 99.0, 100.0]))
+def test_it_never_serves_subscription_at_or_below_a_reserve(case: Case, reserve: float) -> None:
+    """A connection with a reserve R never serves auto/subscription while a window that applies to the
+    model is at or below max(exit_cutoff_pct, R)."""
+    snapshot = _with_reserve(case.snapshot, reserve)
+    resolution = resolve(snapshot, "auto/subscription", case.candidates, NOW)
+    line = max(snapshot.config.exit_cutoff_pct, reserve)
+    for entry in resolution.pool:
+        for cid in entry.allowed_connection_ids:
+            reading = snapshot.connections_by_id[cid].reading
+            assert reading is not None
+            for window in applicable_windows(reading, entry.model):
+                assert window.remaining_pct > line, (cid, entry.model, window)
+
+
+@settings(PROFILE)
+@given(cases(), st.sampled_from([0.0, 0.5, 1.0, 2.0, 5.0, 10.0]))
+def test_it_changes_nothing_for_a_reserve_at_or_below_the_cutoff(case: Case, reserve: float) -> None:
+    """A reserve at or below exit_cutoff_pct leaves every resolution as it is without one, details too."""
+    assume(reserve <= case.snapshot.config.exit_cutoff_pct)
+    without = resolve(_with_reserve(case.snapshot, None), case.model, case.candidates, NOW)
+    with_reserve = resolve(_with_reserve(case.snapshot, reserve), case.model, case.candidates, NOW)
+    assert resolution_to_dict(with_reserve) == resolution_to_dict(without)
+
+
+@settings(PROFILE)
+@given(
+    configs,
+    st.sampled_from([0.0, 3.0, 10.0, 20.0, 50.0, 90.0]),
+    st.integers(min_value=0, max_value=200).map(lambda half: half / 2),
+    st.booleans(),
+)
+def test_it_shifts_the_whole_band_by_the_reserve(
+    config: LadderConfig, reserve: float, pct: float, latched: bool
+) -> None:
+    """The band keeps its width: a window with a reserve behaves (latch and usability) exactly as one
+    without, shifted down by cutoff − exit_cutoff_pct."""
+    limits = limits_for(config, reserve_pct=reserve)
+    shift = limits.cutoff_pct - config.exit_cutoff_pct
+    assert limits.floor_pct - limits.cutoff_pct == config.reentry_floor_pct - config.exit_cutoff_pct
+    assume(pct - shift >= 0)
+    assert next_latch(latched, pct, limits) is next_latch(latched, pct - shift, config)
+    assert is_usable(Window("5h", pct, latched=latched), limits) is is_usable(
+        Window("5h", pct - shift, latched=latched), config
+    )

@@ -1003,6 +1003,7 @@ def test_it_knows_the_reason_codes_in_the_precedence_order_of_state_md() -> None
         "window_reset_passed",
         "reading_stale",
         "quota_exhausted",
+        "reserve_reached",
         "below_reentry_floor",
     )
 

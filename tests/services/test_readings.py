@@ -98,6 +98,61 @@ def test_it_latches_at_the_cutoff_and_clears_only_above_the_floor(connection: Co
         assert latches(stored.id) == {"5h": expected}
 
 
+def test_it_latches_at_the_connections_reserve_and_clears_above_its_shifted_floor(
+    connection: Connection,
+) -> None:
+    # A reserve of 20 with the defaults (cutoff 2, floor 5): out at ≤ 20 %, back above 23 %.
+    Connection.objects.filter(pk="c1").update(reserve_pct=20)
+    sequence = [(50, False), (20.5, False), (20, True), (22, True), (23, True), (23.5, False), (21, False)]
+    for step, (pct, expected) in enumerate(sequence):
+        stored = reading_record(
+            connection_id="c1", reading=reading(("5h", pct), at=NOW + timedelta(seconds=step)), now=NOW
+        )
+        assert stored.reading.windows[0].latched is expected, (step, pct)
+        assert latches(stored.id) == {"5h": expected}
+
+
+def test_it_resets_the_backoff_level_only_above_the_connections_own_floor(connection: Connection) -> None:
+    Connection.objects.filter(pk="c1").update(backoff_level=3, reserve_pct=20)
+
+    reading_record(connection_id="c1", reading=reading(("5h", 22)), now=NOW)
+    assert Connection.objects.get(pk="c1").backoff_level == 3
+
+    reading_record(connection_id="c1", reading=reading(("5h", 24), at=NOW + timedelta(seconds=1)), now=NOW)
+    assert Connection.objects.get(pk="c1").backoff_level == 0
+
+
+def test_it_polls_no_sooner_than_the_operators_minimum_interval(connection: Connection) -> None:
+    Connection.objects.filter(pk="c1").update(min_poll_interval_s=300)
+
+    stored = reading_record(
+        connection_id="c1",
+        reading=reading(("5h", 80)),
+        now=NOW,
+        connection_updates={"last_polled_at": NOW},
+    )
+    assert stored.next_refresh_at == NOW + timedelta(seconds=300)
+
+    # A window resetting sooner would bring the poll forward; the floor still wins (DESIGN L5).
+    soon = NOW + timedelta(seconds=20)
+    stored = reading_record(
+        connection_id="c1",
+        reading=reading(("5h", 0), reset_at=soon, at=NOW + timedelta(seconds=1)),
+        now=NOW + timedelta(seconds=1),
+        connection_updates={"last_polled_at": NOW + timedelta(seconds=1)},
+    )
+    assert stored.next_refresh_at == NOW + timedelta(seconds=301)
+
+
+def test_it_postpones_the_poll_after_header_readings_by_the_poll_interval(connection: Connection) -> None:
+    Connection.objects.filter(pk="c1").update(min_poll_interval_s=100, last_polled_at=NOW)
+
+    reading_record(connection_id="c1", reading=reading(("5h", 80), source="headers"), now=NOW)
+
+    # Fresh for 180 + 100 s, polled one interval (100 s) before that: at 180 s, not at 100 s.
+    assert Connection.objects.get(pk="c1").next_refresh_at == NOW + timedelta(seconds=180)
+
+
 def test_it_takes_each_latch_from_the_same_name_window(connection: Connection) -> None:
     reading_record(connection_id="c1", reading=reading(("5h", 1), ("7d", 40)), now=NOW)
 

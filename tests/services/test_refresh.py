@@ -135,6 +135,17 @@ def test_it_leaves_a_backed_off_poll_alone_even_when_a_refresh_is_asked_for() ->
     ]
 
 
+def test_it_waits_for_the_operators_minimum_interval_when_a_refresh_is_asked_for() -> None:
+    now = timezone.now()
+    make_connection(None, "recent", min_poll_interval_s=300, last_polled_at=now - timedelta(seconds=299))
+    make_connection(None, "floor-over", min_poll_interval_s=300, last_polled_at=now - timedelta(seconds=300))
+    make_connection(None, "no-floor", last_polled_at=now - timedelta(seconds=1))
+
+    claimed = connections_claim(connection_ids=["recent", "floor-over", "no-floor"], now=now, lease_s=LEASE_S)
+
+    assert claimed == ["floor-over", "no-floor"]
+
+
 def test_it_reclaims_a_killed_workers_connection_once_its_lease_lapses() -> None:
     now = timezone.now()
     make_connection(None, "c1")
@@ -275,6 +286,21 @@ def test_it_doubles_the_poll_backoff_without_retry_after(
     assert row.poll_backoff_level == 3
     wait_s = (row.next_refresh_at - started).total_seconds() if row.next_refresh_at else 0
     assert 60 * 8 <= wait_s <= 60 * 8 * 1.25 + 5
+
+
+def test_it_backs_a_failed_poll_off_no_sooner_than_the_operators_minimum_interval(
+    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
+) -> None:
+    make_connection(upstream, "c1")
+    Connection.objects.filter(pk="c1").update(min_poll_interval_s=3600)
+    control.error("claude-oauth", "http_429", connection="c1")
+    started = timezone.now()
+
+    assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "rate_limited"
+
+    row = Connection.objects.get(pk="c1")
+    wait_s = (row.next_refresh_at - started).total_seconds() if row.next_refresh_at else 0
+    assert 3600 <= wait_s <= 3600 + 5  # the backoff alone would be 120–150 s
 
 
 def test_it_disables_the_connection_when_the_credential_is_refused(
