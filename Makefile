@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | sha1sum | cut -c1-12)
 
-.PHONY: run test lint typecheck pytest acceptance check-deploy soak venv bench-domain bench-refresh bench-api bench-dashboard browsers clean
+.PHONY: run test lint typecheck pytest acceptance check-deploy soak venv bench-domain bench-refresh bench-api bench-dashboard bench-body browsers clean
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -69,3 +69,6 @@ bench-api: $(STAMP)
 
 bench-dashboard: $(STAMP)
 	$(PY) benchmarks/bench_dashboard.py
+
+bench-body: $(STAMP)
+	$(PY) benchmarks/bench_body.py

@@ -21,6 +21,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from ladder.api_duplicate_keys import duplicate_key_path
 from ladder.models import GatewayToken
 from ladder.services.tokens import SCOPES, gateway_token_authenticate
 
@@ -132,8 +133,12 @@ def _check_strings(document: Any) -> None:
                 ) from None
 
 
+EMPTY_KEY = '"" (the empty key)'
+
+
 def read_json_body(request: HttpRequest) -> Any:
-    """The request body as JSON: 415 unless it is JSON, 413 over 1 MiB, 400 unless it parses."""
+    """The request body as JSON: 415 unless it is JSON, 413 over 1 MiB, 400 unless it parses or when
+    an object repeats a key (the parser would keep the last value: `{"status": 401, "status": 500}`)."""
     content_type = (request.content_type or "").lower()
     if content_type != "application/json" and not content_type.endswith("+json"):
         raise ApiError(
@@ -164,6 +169,12 @@ def read_json_body(request: HttpRequest) -> Any:
     except ValueError as exc:
         raise invalid(f"the body is not valid JSON: {exc}", code="invalid_json") from None
     _check_strings(document)
+    try:
+        repeated = duplicate_key_path(raw, document)
+    except RecursionError:  # its second parse, at the edge of the depth that the first one allowed
+        raise invalid("the body is nested too deeply", code="invalid_json") from None
+    if repeated is not None:
+        raise invalid(f"{repeated or EMPTY_KEY}: duplicate key", repeated)
     return document
 
 

@@ -327,8 +327,8 @@ def _schemas() -> dict[str, Any]:
 
 
 ERROR_TEXT = {
-    400: "Invalid JSON, a wrong shape or type, a bad query parameter, or a model id outside the auto-id "
-    "grammar",
+    400: "Invalid JSON, an object that repeats a key, a wrong shape or type, a bad query parameter, or "
+    "a model id outside the auto-id grammar",
     401: "No bearer token, or an unknown or revoked one",
     403: "The token lacks the scope",
     404: "Unknown connection",
@@ -401,7 +401,9 @@ def _document() -> dict[str, Any]:
             "version": "1",
             "description": "Which pool for this request, and reports back from the gateway "
             '(shared/contract/API.md). Every error is {"error": {"code", "message", "field"}}. '
-            "No string may contain NUL (\\u0000): no database column can hold one (a 400).",
+            "No string may contain NUL (\\u0000): no database column can hold one (a 400). No object "
+            "may repeat a key: a 400 naming it (`events[2].cost_usd: duplicate key`), never the last "
+            "value silently.",
         },
         "security": [{"bearer": []}],
         "paths": {

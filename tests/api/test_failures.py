@@ -206,3 +206,27 @@ def test_it_refuses_an_observed_at_outside_the_supported_range(
     error = assert_error(response, PATH, "post", 422, code="time_out_of_range")
     assert error["field"] == "observed_at"
     assert not m.FailureEvent.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ('{"status": 401, "status": 500}', "status"),
+        ('{"status": 429, "headers": {"retry-after": "1", "retry-after": "9000"}}', "headers.retry-after"),
+        (
+            '{"status": 401, "body": {"errors": [{"type": "overloaded", "type": "authentication_error"}]}}',
+            "body.errors[0].type",
+        ),
+    ],
+    ids=["top-level", "nested-object", "list-item"],
+)
+def test_it_refuses_a_duplicate_key_and_records_nothing(
+    gateway: Api, clock: Clock, c1: m.Connection, raw: str, field: str
+) -> None:
+    response = gateway.post(URL, raw, raw=True)
+
+    error = assert_error(response, PATH, "post", 400, "invalid_request")
+    assert (error["field"], error["message"]) == (field, f"{field}: duplicate key")
+    assert not m.FailureEvent.objects.exists()
+    connection = m.Connection.objects.get(pk="c1")
+    assert (connection.enabled, connection.cooldown_until, connection.backoff_level) == (True, None, 0)

@@ -255,3 +255,17 @@ def test_it_keeps_a_window_spent_when_headers_older_than_its_429_arrive_after_it
         gateway, {"headers": headers(0.37), "observed_at": format_utc(NOW + timedelta(seconds=30))}
     )
     assert {w["name"]: w["remaining_pct"] for w in later["reading"]["windows"]}["5h"] == 63.0
+
+
+def test_it_refuses_a_repeated_header_name_and_records_nothing(
+    gateway: Api, clock: Clock, c1: m.Connection
+) -> None:
+    # Last one wins would read 5h as 90 % used; the first says 10 %: neither is a guess to store.
+    text = json.dumps({"headers": headers(0.9)})
+    raw = text.replace('"headers": {', f'"headers": {{"{U}5h-utilization": "0.1", ', 1)
+
+    error = assert_error(gateway.post(URL, raw, raw=True), PATH, "post", 400, "invalid_request")
+
+    field = f"headers.{U}5h-utilization"
+    assert (error["field"], error["message"]) == (field, f"{field}: duplicate key")
+    assert not m.QuotaReading.objects.exists()

@@ -338,3 +338,53 @@ def test_it_replays_an_identical_batch_with_the_same_body(
     clock.advance(seconds=30)
 
     assert report(gateway, batch) == first
+
+
+def _with_repeat(body: dict[str, Any], key: str, first: Any) -> str:
+    """`body` as JSON text whose `key` is written twice: `first`, then the value `body` holds."""
+    text = json.dumps(body)
+    assert text.startswith("{")
+    return "{" + f"{json.dumps(key)}: {json.dumps(first)}, " + text[1:]
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        (_with_repeat(event(cost_usd=0), "cost_usd", 1), "cost_usd"),
+        (
+            json.dumps({"events": [event("r1"), event("r2"), "EVENT"]}).replace(
+                '"EVENT"', _with_repeat(event("r3", cost_usd=0), "cost_usd", 1)
+            ),
+            "events[2].cost_usd",
+        ),
+        (_with_repeat({"events": [event("r2")]}, "events", [event("r1")]), "events"),
+        (
+            json.dumps({"events": [event("r1", occurred_at="WHEN")]}).replace(
+                '"WHEN"', '{"at": "2026-09-15T12:00:00Z", "at": "2026-09-15T11:00:00Z"}'
+            ),
+            "events[0].occurred_at.at",
+        ),
+    ],
+    ids=["top-level", "list-item", "top-level-list", "nested-object"],
+)
+def test_it_refuses_a_duplicate_key_and_records_nothing(
+    gateway: Api, clock: Clock, key: m.Connection, raw: str, field: str
+) -> None:
+    response = gateway.post(PATH, raw, raw=True)
+
+    error = assert_error(response, PATH, "post", 400, "invalid_request")
+    assert (error["field"], error["message"]) == (field, f"{field}: duplicate key")
+    assert not m.UsageEvent.objects.exists()
+    assert not m.RungSpend.objects.filter(spent_usd__gt=0).exists()
+
+
+def test_it_records_a_batch_whose_strings_hold_colons_and_escapes(
+    gateway: Api, clock: Clock, key: m.Connection
+) -> None:
+    # Colons inside strings, one of them written as an escape, are no repeated key.
+    raw = json.dumps({"events": [event("r:1"), event("r:2", model="gpt-5:mini", cost_usd=0.5)]})
+
+    response = gateway.post(PATH, raw.replace('"r:2"', '"r\\u003a2"'), raw=True)
+
+    assert response.status_code == 200, response.content
+    assert sorted(m.UsageEvent.objects.values_list("request_id", flat=True)) == ["r:1", "r:2"]
