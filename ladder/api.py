@@ -297,13 +297,18 @@ def usage_report(request: HttpRequest) -> JsonResponse:
 # --- connections ------------------------------------------------------------------------------
 
 
+def _connection_not_found(connection_id: str) -> ApiError:
+    """The one 404 of a connection id the ladder does not know, wherever it turns out missing."""
+    return ApiError(404, "connection_not_found", f"the ladder knows no connection {connection_id!r}")
+
+
 def _known_connection(connection_id: str) -> None:
     """404 for an id the ladder does not know (checked before the body is read)."""
     if (
         not CONNECTION_ID_RE.match(connection_id)
         or not m.Connection.objects.filter(pk=connection_id).exists()
     ):
-        raise ApiError(404, "connection_not_found", f"the ladder knows no connection {connection_id!r}")
+        raise _connection_not_found(connection_id)
 
 
 def _invalid_reading(exc: ValidationError) -> ApiError:
@@ -370,7 +375,7 @@ def connection_detail(request: HttpRequest, connection_id: str) -> JsonResponse:
         snapshot = snapshot_cache.get(now)
         found = snapshot.connections_by_id.get(connection_id)
         if found is None:
-            raise ApiError(404, "connection_not_found", f"the ladder knows no connection {connection_id!r}")
+            raise _connection_not_found(connection_id)
     return JsonResponse(
         {
             "connections": [connection_to_dict(found, snapshot)],
@@ -391,9 +396,7 @@ def connection_observations(request: HttpRequest, connection_id: str) -> JsonRes
             connection_id=connection_id, headers=payload.headers, observed_at=observed_at, now=now
         )
     except m.Connection.DoesNotExist:
-        raise ApiError(
-            404, "connection_not_found", f"the ladder knows no connection {connection_id!r}"
-        ) from None
+        raise _connection_not_found(connection_id) from None
     except ValidationError as exc:
         raise _invalid_reading(exc) from None
     return JsonResponse({"reading": reading_to_dict(reading)})
@@ -417,9 +420,7 @@ def connection_failures(request: HttpRequest, connection_id: str) -> JsonRespons
             now=now,
         )
     except m.Connection.DoesNotExist:
-        raise ApiError(
-            404, "connection_not_found", f"the ladder knows no connection {connection_id!r}"
-        ) from None
+        raise _connection_not_found(connection_id) from None
     except ValidationError as exc:
         raise _invalid_reading(exc) from None
     return JsonResponse(

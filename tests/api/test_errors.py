@@ -298,3 +298,36 @@ def test_it_never_answers_500_to_arbitrary_json(
     assert response.status_code in (200, 400, 409, 413, 422), response.content
     if response.status_code != 200:
         assert_error(response, path, method, response.status_code)
+
+
+GHOST_URLS = [
+    ("/api/v1/connections/ghost", "/api/v1/connections/{connection_id}", "get"),
+    ("/api/v1/connections/ghost/observations", "/api/v1/connections/{connection_id}/observations", "post"),
+    ("/api/v1/connections/ghost/failures", "/api/v1/connections/{connection_id}/failures", "post"),
+]
+GHOST_404 = {
+    "error": {
+        "code": "connection_not_found",
+        "message": "the ladder knows no connection 'ghost'",
+        "field": None,
+    }
+}
+
+
+@pytest.mark.parametrize("gone_after_the_check", [False, True], ids=["unknown", "gone-after-the-check"])
+@pytest.mark.parametrize(("url", "path", "method"), GHOST_URLS)
+def test_it_answers_one_404_wherever_a_connection_is_missing(
+    gateway: Api,
+    monkeypatch: pytest.MonkeyPatch,
+    url: str,
+    path: str,
+    method: str,
+    gone_after_the_check: bool,
+) -> None:
+    if gone_after_the_check:  # deleted between the view's check and its read or write
+        monkeypatch.setattr(api, "_known_connection", lambda connection_id: None)
+
+    response = call(gateway, url, method, {"status": 429, "headers": {}})
+
+    assert_error(response, path, method, 404, "connection_not_found")
+    assert json.loads(response.content) == GHOST_404
