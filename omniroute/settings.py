@@ -275,6 +275,15 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.getenv("LOG_LEVEL", "INFO")},
 }
 
+# `make run` (ladder_run) restarts a child process that dies: after 1 s, then 2, 4, 8, 16, 30 s (the
+# cap), which rides out a minute-long outage of Redis or the database. A child that stayed up
+# LADDER_RUN_STABLE_S starts again from 1 s. After LADDER_RUN_MAX_RESTARTS restarts with no such stay,
+# ladder_run gives up: it stops the others and exits 1, so that whoever runs it notices.
+LADDER_RUN_BACKOFF_S = float(os.getenv("LADDER_RUN_BACKOFF_S", "1"))
+LADDER_RUN_BACKOFF_MAX_S = float(os.getenv("LADDER_RUN_BACKOFF_MAX_S", "30"))
+LADDER_RUN_STABLE_S = float(os.getenv("LADDER_RUN_STABLE_S", "60"))
+LADDER_RUN_MAX_RESTARTS = envint("LADDER_RUN_MAX_RESTARTS", "6")
+
 # --- Refresh pipeline, hot state and history (ladder.services.refresh/readings/hotstate) ---
 
 

@@ -1,20 +1,24 @@
-"""`make run`'s supervisor, as a real process tree: it serves, and one SIGINT stops every child."""
+"""`make run`'s supervisor, as a real process tree: it serves, starts again a child that dies, gives up
+(exit 1) on one that keeps dying, and one SIGINT stops every child."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from cryptography.fernet import Fernet
 
-from ladder.management.commands.ladder_run import local_credential_key
+from ladder.management.commands.ladder_run import Child, RestartPolicy, exit_status, local_credential_key
 from tests.conftest import ROOT
 
 
@@ -40,38 +44,188 @@ def wait_for(url: str, timeout_s: float) -> httpx.Response:
             time.sleep(0.3)
 
 
-@pytest.mark.slow
-def test_it_serves_and_stops_every_process_on_one_interrupt(tmp_path: Path) -> None:
-    web, upstream = free_port(), free_port()
+def group_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def command_env(tmp_path: Path, upstream_port: int, **extra: str) -> dict[str, str]:
     env = {
         **os.environ,
         "SQLITE_PATH": str(tmp_path / "run.sqlite3"),
         "LADDER_CREDENTIAL_KEY": Fernet.generate_key().decode(),
         "LADDER_ADMIN_PASSWORD": "run-test-password",
-        "UPSTREAM_PORT": str(upstream),
+        "UPSTREAM_PORT": str(upstream_port),
+        **extra,
     }
     env.pop("DATABASE_URL", None)
-    proc = subprocess.Popen(
-        [sys.executable, "manage.py", "ladder_run", "--port", str(web)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:
+    return env
+
+
+class LiveCommand:
+    """`manage.py ladder_run` as a real process whose output is read while it runs."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "manage.py", "ladder_run", *argv],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        self.lines: list[str] = []
+        self.seen = 0
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            self.lines.append(raw.decode(errors="replace"))
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def expect(self, pattern: str, timeout_s: float = 30) -> re.Match[str]:
+        """The next line (after the last one expected) that matches."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            while self.seen < len(self.lines):
+                self.seen += 1
+                if match := re.search(pattern, self.lines[self.seen - 1]):
+                    return match
+            if time.monotonic() > deadline or (self.proc.poll() is not None and not self.reader.is_alive()):
+                raise AssertionError(f"no line matches {pattern!r} in:\n{self.output[-3000:]}")
+            time.sleep(0.05)
+
+    def started(self, name: str) -> int:
+        """The pid of the next start of this child."""
+        return int(self.expect(rf"^starting {name} \(pid (\d+)\)")[1])
+
+    def __enter__(self) -> LiveCommand:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """A test that failed halfway leaves no process behind: SIGTERM makes ladder_run stop its
+        children (a SIGKILL would leave them running in their process groups)."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.reader.join(timeout=5)
+
+
+@pytest.mark.slow
+def test_it_serves_restarts_a_killed_child_and_stops_everything_on_one_interrupt(tmp_path: Path) -> None:
+    web, upstream = free_port(), free_port()
+    env = command_env(tmp_path, upstream, LADDER_RUN_BACKOFF_S="0.1")
+    with LiveCommand(["--port", str(web)], env) as run:
         assert wait_for(f"http://127.0.0.1:{web}/admin/login/", timeout_s=60).status_code == 200
         assert listening(upstream)
-        proc.send_signal(signal.SIGINT)
-        output = proc.communicate(timeout=30)[0].decode()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0, output[-2000:]
-    assert "admin login: user admin" in output
-    assert "stopped" in output
+        first = run.started("worker")
+        os.kill(first, signal.SIGKILL)
+        run.expect(rf"^worker \(pid {first}\) was killed by SIGKILL; restart 1 of 6 in 0.1 s$")
+        second = run.started("worker")
+        assert not group_gone(second)
+        os.kill(second, signal.SIGKILL)  # at once: well within LADDER_RUN_STABLE_S of its start
+        run.expect(rf"^worker \(pid {second}\) was killed by SIGKILL; restart 2 of 6 in 0.2 s$")
+        third = run.started("worker")
+        assert not group_gone(third)
+        run.proc.send_signal(signal.SIGINT)
+        returncode = run.proc.wait(timeout=30)
+    assert returncode == 0, run.output[-2000:]
+    assert "admin login: user admin" in run.output
+    assert run.output.rstrip().endswith("stopped")
+    assert group_gone(third)
     assert not listening(web)
     assert not listening(upstream)
+
+
+@pytest.mark.slow
+def test_it_gives_up_on_a_child_that_keeps_dying_stops_the_others_and_exits_1(tmp_path: Path) -> None:
+    upstream = free_port()
+    env = command_env(tmp_path, upstream, LADDER_RUN_BACKOFF_S="0.05", LADDER_RUN_MAX_RESTARTS="1")
+    with socket.socket() as taken:  # the web server cannot listen, so it exits at once, every time
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        web = taken.getsockname()[1]
+        with LiveCommand(["--no-demo", "--port", str(web)], env) as run:
+            others = {name: run.started(name) for name in ("fake upstream", "worker", "beat")}
+            run.expect(r"^web \(pid \d+\) exited with status 1; restart 1 of 1 in 0.05 s$")
+            returncode = run.proc.wait(timeout=60)
+    assert returncode == 1, run.output[-2000:]
+    last = run.output.rstrip().splitlines()[-1]
+    assert re.fullmatch(
+        r"CommandError: gave up on web: it died within 60 s of each of 1 restarts in a row "
+        r"\(the last: web \(pid \d+\) exited with status 1\)",
+        last,
+    ), last
+    assert "stopped" in run.output
+    assert [name for name, pid in others.items() if not group_gone(pid)] == []
+    assert not listening(upstream)
+
+
+POLICY = RestartPolicy(backoff_s=1, backoff_max_s=30, stable_s=60, max_restarts=6)
+
+
+def backoffs(uptimes_s: list[float]) -> list[float | None]:
+    """What a child answers to deaths after these uptimes, each start after the previous backoff."""
+    child = Child("worker", ["worker"])
+    now = 1000.0
+    answers = []
+    for uptime_s in uptimes_s:
+        child.started_at = now
+        now += uptime_s
+        answer = child.died(now, POLICY)
+        answers.append(answer)
+        now += answer or 0
+    return answers
+
+
+@pytest.mark.parametrize(
+    ("uptimes_s", "expected"),
+    [
+        ([1] * 7, [1, 2, 4, 8, 16, 30, None]),  # doubles up to the cap, then gives up
+        ([59.9] * 7, [1, 2, 4, 8, 16, 30, None]),  # just short of stable still counts
+        ([1, 1, 1, 60, 1], [1, 2, 4, 1, 2]),  # a stay of stable_s starts the count again
+        ([3600] * 10, [1] * 10),  # dying once an hour never gives up
+    ],
+)
+def test_it_backs_off_and_gives_up_by_its_policy(
+    uptimes_s: list[float], expected: list[float | None]
+) -> None:
+    assert backoffs(uptimes_s) == expected
+
+
+def test_it_reads_its_policy_from_settings(settings: Any) -> None:
+    settings.LADDER_RUN_BACKOFF_S = 0.5
+    settings.LADDER_RUN_BACKOFF_MAX_S = 8.0
+    settings.LADDER_RUN_STABLE_S = 20.0
+    settings.LADDER_RUN_MAX_RESTARTS = 3
+    assert RestartPolicy.from_settings() == RestartPolicy(
+        backoff_s=0.5, backoff_max_s=8.0, stable_s=20.0, max_restarts=3
+    )
+
+
+@pytest.mark.parametrize(
+    ("returncode", "text"),
+    [
+        (0, "exited with status 0"),
+        (1, "exited with status 1"),
+        (-9, "was killed by SIGKILL"),
+        (-15, "was killed by SIGTERM"),
+        (-200, "was killed by signal 200"),
+    ],
+)
+def test_it_tells_how_a_child_ended(returncode: int, text: str) -> None:
+    assert exit_status(returncode) == text
 
 
 def test_it_makes_one_local_credential_key_and_reuses_it(

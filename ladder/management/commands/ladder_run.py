@@ -1,7 +1,9 @@
 """`make run`: prepare a local installation and run every process of the product under one Ctrl-C.
 
-Web server, Celery worker, Celery beat and the fake upstream run as child processes; Redis is started
-when none answers at REDIS_URL. Stopping this command (Ctrl-C or SIGTERM) stops them all.
+Web server, Celery worker, Celery beat and the fake upstream run as child processes, each in its own
+process group; Redis is started when none answers at REDIS_URL. Stopping this command (Ctrl-C or
+SIGTERM) stops them all and exits 0. A child that dies is started again after a backoff; one that
+keeps dying makes the command stop the others and exit 1 (settings LADDER_RUN_*).
 
 With the demo (the default), the fake upstream starts first and is told to make the demo move: the
 Claude plan drains from 100 % to 0 % over 3 minutes, stays spent for 1 more, then resets (and the
@@ -12,6 +14,7 @@ connection gets its first reading, in one synchronous refresh pass, before the w
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -19,6 +22,7 @@ import subprocess
 import sys
 import time
 from argparse import ArgumentParser
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -58,6 +62,80 @@ def local_credential_key() -> str:
     return path.read_text().strip()
 
 
+@dataclass(frozen=True)
+class RestartPolicy:
+    """When a dead child starts again, and when the supervisor gives up on it (settings LADDER_RUN_*).
+
+    A small loop here rather than a library: supervisord and circus are daemons with their own
+    configuration, and honcho, like the loop before this one, stops everything when one child exits.
+    """
+
+    backoff_s: float
+    backoff_max_s: float
+    stable_s: float
+    max_restarts: int
+
+    @classmethod
+    def from_settings(cls) -> RestartPolicy:
+        return cls(
+            backoff_s=settings.LADDER_RUN_BACKOFF_S,
+            backoff_max_s=settings.LADDER_RUN_BACKOFF_MAX_S,
+            stable_s=settings.LADDER_RUN_STABLE_S,
+            max_restarts=settings.LADDER_RUN_MAX_RESTARTS,
+        )
+
+
+@dataclass
+class Child:
+    """One process of the product: its command line, the running process, and its recent deaths."""
+
+    name: str
+    argv: list[str]
+    quiet: bool = False  # redis-server's chatter goes to /dev/null
+    proc: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    restart_at: float | None = None  # set while the child waits out its backoff
+    restarts: int = 0  # since it last stayed up policy.stable_s
+
+    def start(self, now: float) -> None:
+        # Its own process group: the terminal's Ctrl-C reaches only this command, which stops the
+        # children, and a stop reaches a child's own children too (the Celery pool).
+        self.proc = subprocess.Popen(
+            self.argv,
+            cwd=settings.BASE_DIR,
+            stdout=subprocess.DEVNULL if self.quiet else None,
+            process_group=0,
+        )
+        self.started_at = now
+        self.restart_at = None
+
+    def died(self, now: float, policy: RestartPolicy) -> float | None:
+        """Seconds to wait before starting it again, or None: it keeps dying, give up."""
+        if now - self.started_at >= policy.stable_s:
+            self.restarts = 0
+        if self.restarts >= policy.max_restarts:
+            return None
+        self.restarts += 1
+        backoff_s = min(policy.backoff_s * 2 ** (self.restarts - 1), policy.backoff_max_s)
+        self.restart_at = now + backoff_s
+        return backoff_s
+
+
+def exit_status(returncode: int) -> str:
+    if returncode >= 0:
+        return f"exited with status {returncode}"
+    try:
+        return f"was killed by {signal.Signals(-returncode).name}"
+    except ValueError:
+        return f"was killed by signal {-returncode}"
+
+
+def signal_group(proc: subprocess.Popen[bytes], signum: int) -> None:
+    """Signal the process group a Child started (its pid is the group's id), never anything else."""
+    with contextlib.suppress(ProcessLookupError):  # the group is empty already
+        os.killpg(proc.pid, signum)
+
+
 def redis_answers(url: str) -> bool:
     try:
         return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5).ping())
@@ -92,28 +170,18 @@ class Command(BaseCommand):
             self._demo_configuration()
             call_command("ladder_demo", upstream_url=upstream_url, stdout=self.stdout)
 
-        children: list[subprocess.Popen[bytes]] = []
-        redis_proc = self._ensure_redis()
-        if redis_proc is not None:
-            children.append(redis_proc)
         python = sys.executable
         manage = str(Path(settings.BASE_DIR) / "manage.py")
-        upstream_argv = [python, manage, "ladder_fake_upstream", "--port", str(options["upstream_port"])]
-        self.stdout.write(f"starting fake upstream: {' '.join(upstream_argv[1:])}")
-        children.append(subprocess.Popen(upstream_argv, cwd=settings.BASE_DIR))
-        if demo:
-            try:
-                self._demo_start(upstream_url)
-            except BaseException:
-                self._stop(children)
-                raise
-        commands = [
-            (
+        upstream = Child(
+            "fake upstream", [python, manage, "ladder_fake_upstream", "--port", str(options["upstream_port"])]
+        )
+        others = [
+            Child(
                 "worker",
                 [python, "-m", "celery", "-A", "omniroute", "worker", "--loglevel", "INFO", "-c", "2"],
             ),
-            ("beat", [python, "-m", "celery", "-A", "omniroute", "beat", "--loglevel", "INFO"]),
-            (
+            Child("beat", [python, "-m", "celery", "-A", "omniroute", "beat", "--loglevel", "INFO"]),
+            Child(
                 "web",
                 [
                     python,
@@ -125,15 +193,25 @@ class Command(BaseCommand):
                 ],
             ),
         ]
-        for name, argv in commands:
-            self.stdout.write(f"starting {name}: {' '.join(argv[1:])}")
-            children.append(subprocess.Popen(argv, cwd=settings.BASE_DIR))
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"OmniRoute Ladder at http://{options['host']}:{options['port']}/ — Ctrl-C stops all"
+        children: list[Child] = []
+        try:
+            self._ensure_redis(children)
+            self._start(upstream)
+            children.append(upstream)
+            if demo:
+                self._demo_start(upstream_url)
+            for child in others:
+                self._start(child)
+                children.append(child)
+            self._say(
+                self.style.SUCCESS(
+                    f"OmniRoute Ladder at http://{options['host']}:{options['port']}/ — Ctrl-C stops all"
+                )
             )
-        )
-        self._supervise(children)
+            self._supervise(children, RestartPolicy.from_settings())
+        finally:
+            self._stop(children)
+            self._say("stopped")
 
     def _demo_configuration(self) -> None:
         """A first run refreshes quota every 10 s, so that the demo moves; later runs keep the row."""
@@ -176,38 +254,43 @@ class Command(BaseCommand):
             f"demo: first refresh pass over {len(ids)} connections: {outcomes or 'nothing to do'}"
         )
 
-    def _ensure_redis(self) -> subprocess.Popen[bytes] | None:
+    def _ensure_redis(self, children: list[Child]) -> None:
         url = settings.REDIS_URL
         if redis_answers(url):
-            return None
+            return
         binary = shutil.which("redis-server")
         if binary is None:
             raise CommandError(f"Redis does not answer at {url} and redis-server is not installed")
         parsed = urlparse(url)
         port = str(parsed.port or 6379)
-        self.stdout.write(f"starting redis-server on port {port}")
-        proc = subprocess.Popen(
-            [
-                binary,
-                "--bind",
-                parsed.hostname or "127.0.0.1",
-                "--port",
-                port,
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ],
-            stdout=subprocess.DEVNULL,
+        host = parsed.hostname or "127.0.0.1"
+        redis_child = Child(
+            f"redis-server on port {port}",
+            [binary, "--bind", host, "--port", port, "--save", "", "--appendonly", "no"],
+            quiet=True,
         )
+        self._start(redis_child)
+        children.append(redis_child)
         for _ in range(50):
             if redis_answers(url):
-                return proc
+                return
             time.sleep(0.1)
-        proc.terminate()
         raise CommandError(f"redis-server did not answer at {url}")
 
-    def _supervise(self, children: list[subprocess.Popen[bytes]]) -> None:
+    def _say(self, text: str) -> None:
+        """A line of the supervisor, flushed: under a process manager stdout is a pipe, and these lines
+        belong between the children's."""
+        self.stdout.write(text)
+        self.stdout.flush()
+
+    def _start(self, child: Child) -> None:
+        child.start(time.monotonic())
+        assert child.proc is not None
+        self._say(f"starting {child.name} (pid {child.proc.pid}): {' '.join(child.argv[1:])}")
+
+    def _supervise(self, children: list[Child], policy: RestartPolicy) -> None:
+        """Until SIGINT or SIGTERM: start again each child that dies, after its backoff. A child that
+        keeps dying ends the command with status 1 (the caller stops the others)."""
         stopping = False
 
         def stop(signum: int, frame: object) -> None:
@@ -216,24 +299,39 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
-        try:
-            while not stopping:
-                for child in children:
-                    if child.poll() is not None:
-                        self.stderr.write(f"{child.args!r} exited with {child.returncode}")
-                        stopping = True
-                time.sleep(0.2)
-        finally:
-            self._stop(children)
-            self.stdout.write("stopped")
+        while not stopping:
+            now = time.monotonic()
+            for child in children:
+                assert child.proc is not None
+                if child.restart_at is not None:
+                    if now >= child.restart_at:
+                        self._start(child)
+                    continue
+                returncode = child.proc.poll()
+                if returncode is None:
+                    continue
+                died = f"{child.name} (pid {child.proc.pid}) {exit_status(returncode)}"
+                backoff_s = child.died(now, policy)
+                if backoff_s is None:
+                    raise CommandError(
+                        f"gave up on {child.name}: it died within {policy.stable_s:g} s of each of "
+                        f"{policy.max_restarts} restarts in a row (the last: {died})",
+                        returncode=1,
+                    )
+                self.stderr.write(
+                    f"{died}; restart {child.restarts} of {policy.max_restarts} in {backoff_s:g} s"
+                )
+            time.sleep(0.2)
 
-    def _stop(self, children: list[subprocess.Popen[bytes]]) -> None:
-        for child in reversed(children):
-            if child.poll() is None:
-                child.terminate()
+    def _stop(self, children: list[Child]) -> None:
+        """SIGTERM to every child's process group, then SIGKILL to any still there after 10 s."""
+        running = [child.proc for child in reversed(children) if child.proc and child.proc.poll() is None]
+        for proc in running:
+            signal_group(proc, signal.SIGTERM)
         deadline = time.monotonic() + 10
-        for child in children:
+        for proc in running:
             try:
-                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                child.kill()
+                signal_group(proc, signal.SIGKILL)
+                proc.wait()
