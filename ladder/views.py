@@ -27,7 +27,7 @@ from ladder.domain.types import BILLINGS, OVERAGES
 from ladder.login_throttle import ThrottledAuthenticationForm, throttled_answer
 from ladder.models import BillingCatalogEntry, Connection, catalog_key_label
 from ladder.services.catalog import EDITABLE_FIELDS, catalog_entry_create, catalog_entry_update
-from ladder.services.refresh import refresh_connections_run
+from ladder.services.refresh import refresh_is_pending, refresh_request
 
 LOGIN_URL = "ladder:login"
 CHANGE_CATALOG = "ladder.change_billingcatalogentry"
@@ -143,6 +143,7 @@ def connection_detail(request: HtmxHttpRequest, connection_id: str) -> HttpRespo
     context = {
         "page": page,
         "can_refresh": request.user.has_perm(REFRESH_CONNECTION),
+        "refresh_pending": refresh_is_pending(connection_id=connection_id),
         "poll_ms": poll_interval_ms(),
     }
     template = "ladder/connection.html#detail" if request.htmx else "ladder/connection.html"
@@ -152,17 +153,21 @@ def connection_detail(request: HtmxHttpRequest, connection_id: str) -> HttpRespo
 @dashboard_login_required
 @require_POST
 def connection_refresh_now(request: HtmxHttpRequest, connection_id: str) -> HttpResponseBase:
+    """Queue a refresh for a worker and answer at once (polling upstream here held the request for up
+    to 20 s); the page shows the refresh as pending until the worker has stored its outcome."""
     if not (request.user.is_staff and request.user.has_perm(REFRESH_CONNECTION)):
         raise PermissionDenied("Refreshing a connection needs a staff login with the change permission.")
     page_url = reverse("ladder:connection_page", args=[connection_id])
     if not Connection.objects.filter(pk=connection_id).exists():
         raise Http404("No such connection.")
-    summary = refresh_connections_run([connection_id], lease_s=30.0, deadline_s=20.0)
-    if summary.claimed == 0:
-        messages.warning(request, "A refresh of this connection is already running; try again in a moment.")
+    if refresh_request(connection_ids=[connection_id]):
+        messages.success(request, "Refresh requested: a worker polls this connection shortly.")
+    elif refresh_is_pending(connection_id=connection_id):
+        messages.info(request, "A refresh of this connection is already pending.")
     else:
-        outcome = ", ".join(sorted(summary.outcomes)) or "no outcome"
-        messages.success(request, f"Refreshed: {outcome}.")
+        messages.warning(
+            request, "The refresh could not be requested (Redis is unavailable); it is polled when due."
+        )
     if request.htmx:
         return _detail_partial(request, connection_id)
     return redirect(page_url)
@@ -170,7 +175,12 @@ def connection_refresh_now(request: HtmxHttpRequest, connection_id: str) -> Http
 
 def _detail_partial(request: HtmxHttpRequest, connection_id: str) -> HttpResponse:
     page = ds.connection_page_build(connection_id=connection_id, now=timezone.now())
-    context = {"page": page, "can_refresh": True, "poll_ms": poll_interval_ms()}
+    context = {
+        "page": page,
+        "can_refresh": True,
+        "refresh_pending": refresh_is_pending(connection_id=connection_id),
+        "poll_ms": poll_interval_ms(),
+    }
     return render(request, "ladder/connection.html#detail", context)
 
 

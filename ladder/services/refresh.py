@@ -734,6 +734,19 @@ def _enqueue_refresh(connection_ids: list[str]) -> None:
         refresh_pending_clear(connection_ids)
 
 
+def refresh_is_pending(*, connection_id: str) -> bool:
+    """Whether a requested refresh of this connection is queued or running (its dedupe key is set
+    until the task finishes, or for ``LADDER_REFRESH_REQUEST_DEDUPE_S`` at most). False when Redis
+    is unavailable: nothing can be known to be pending then."""
+    try:
+        return bool(hotstate.client().exists(refresh_pending_key(connection_id)))
+    except hotstate.HotStateUnavailable:
+        return False
+    except (redis.RedisError, OSError) as exc:
+        hotstate.mark_down(exc)
+        return False
+
+
 def refresh_pending_clear(connection_ids: Iterable[str]) -> None:
     keys = [refresh_pending_key(cid) for cid in connection_ids]
     if not keys:

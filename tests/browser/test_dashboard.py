@@ -6,6 +6,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis
 from django.utils import timezone
 from pytest_django.live_server_helper import LiveServer
 from selenium.webdriver.common.by import By
@@ -13,6 +14,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
 
 from ladder import models as m
+from ladder import tasks
 from ladder.fakeupstream import FakeUpstream
 from ladder.services.refresh import claim_deadline, connection_refresh, connections_claim
 from tests.browser.conftest import wait
@@ -214,17 +216,34 @@ def test_it_pauses_polling_while_the_tab_is_hidden(browser: WebDriver, live_serv
 
 
 def test_it_refreshes_a_connection_from_its_page(
-    browser: WebDriver, live_server: LiveServer, upstream: FakeUpstream
+    browser: WebDriver,
+    live_server: LiveServer,
+    upstream: FakeUpstream,
+    hot: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    sent: list[list[str]] = []
+    monkeypatch.setattr(tasks.refresh_connections, "apply_async", lambda args, **kw: sent.append(args[0]))
     zai_plan(upstream)
-    upstream.control().set_remaining("zai-glm", 42, connection="b-zai")
+    control = upstream.control()
+    control.set_remaining("zai-glm", 42, connection="b-zai")
     editor_create()
     log_in(browser, live_server, "editor")
     browser.get(f"{live_server.url}/connections/b-zai/")
     assert "Reading: none yet." in text_of(browser, "detail")
 
     browser.find_element(By.CSS_SELECTOR, "#detail form button[type=submit]").click()
-    # The answer swaps in (and the 0.5 s polling keeps it): the reading the button fetched.
+    # The answer swaps in at once: the refresh is queued for a worker, upstream is not polled.
+    wait(browser, 15).until(lambda d: "Refresh pending" in text_of(d, "detail"))
+    assert sent == [["b-zai"]]
+    assert control.count("zai-glm", connection="b-zai") == 0
+    assert "Reading: none yet." in text_of(browser, "detail")
+
+    tasks.refresh_connections.apply(args=[sent[0]]).get()  # the worker's run
+    # The 0.5 s polling shows the reading the worker stored, and the refresh no longer pending.
     wait(browser, 15).until(lambda d: "source poll" in text_of(d, "detail"))
     assert "42%" in text_of(browser, "detail")
+    assert "Refresh pending" not in text_of(browser, "detail")
+    assert control.count("zai-glm", connection="b-zai") == 1
     assert m.QuotaReading.objects.filter(connection_id="b-zai").count() == 1
+    control.close()

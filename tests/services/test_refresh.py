@@ -26,6 +26,8 @@ from ladder.services.refresh import (
     connections_claim,
     connections_claim_due,
     connections_refresh_many,
+    refresh_connections_run,
+    refresh_is_pending,
     refresh_pending_key,
     refresh_request,
     upstream_override,
@@ -586,6 +588,34 @@ def test_it_forgets_the_request_when_the_broker_refuses_it(
 
     assert hot.get(refresh_pending_key("c1")) is None
     assert refresh_request(connection_ids=["c1"]) == ["c1"]
+
+
+def test_it_tells_a_requested_refresh_pending_until_the_run_ends(
+    hot: redis.Redis, upstream: FakeUpstream, control: FakeUpstreamControl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ladder import tasks
+
+    make_connection(upstream, "c1")
+    monkeypatch.setattr(tasks.refresh_connections, "apply_async", lambda args, **kw: None)
+    assert not refresh_is_pending(connection_id="c1")
+
+    assert refresh_request(connection_ids=["c1"]) == ["c1"]
+    assert refresh_is_pending(connection_id="c1")
+    assert not refresh_is_pending(connection_id="c2")
+
+    refresh_connections_run(["c1"], lease_s=30.0)
+
+    assert not refresh_is_pending(connection_id="c1")
+    assert control.count("claude-oauth", connection="c1") == 1
+
+
+def test_it_tells_no_refresh_pending_when_redis_is_down(settings: Any) -> None:
+    settings.LADDER_HOTSTATE_REDIS_URL = f"redis://127.0.0.1:{closed_port()}/0"
+    hotstate.mark_up()
+
+    assert not refresh_is_pending(connection_id="c1")
+
+    hotstate.mark_up()
 
 
 def test_it_makes_the_claim_token_from_the_claim_time_and_lease() -> None:

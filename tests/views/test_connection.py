@@ -1,15 +1,22 @@
 from __future__ import annotations
 
+import socket
+from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
+import redis
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from ladder import models as m
-from ladder.services.refresh import RefreshSummary
+from ladder import selectors, tasks
+from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
+from ladder.services import hotstate
+from ladder.services.refresh import refresh_is_pending
 from tests.views.factories import editor_create, plan_setup, reading_add, user_create
 
 pytestmark = pytest.mark.django_db
@@ -30,19 +37,44 @@ def viewer(client: Client) -> Client:
 
 
 @pytest.fixture
-def refreshed(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+def sent(hot: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The connection ids of every refresh task handed to Celery (the broker is not called)."""
     calls: list[list[str]] = []
-
-    def fake_run(
-        connection_ids: list[str], *, lease_s: float, deadline_s: float | None = None
-    ) -> RefreshSummary:
-        calls.append(list(connection_ids))
-        summary = RefreshSummary(claimed=1)
-        summary.outcomes["ok"] += 1
-        return summary
-
-    monkeypatch.setattr("ladder.views.refresh_connections_run", fake_run)
+    monkeypatch.setattr(tasks.refresh_connections, "apply_async", lambda args, **kw: calls.append(args[0]))
     return calls
+
+
+RefreshPost = Callable[..., Any]  # the test client's response
+
+
+@pytest.fixture
+def post_refresh(django_capture_on_commit_callbacks: Any) -> RefreshPost:
+    """POST "Refresh now", running what the view left for the commit (the task is sent then)."""
+
+    def post(client: Client, connection_id: str = "plan-1", **extra: Any) -> Any:
+        with django_capture_on_commit_callbacks(execute=True):
+            return client.post(refresh_url(connection_id), **extra)
+
+    return post
+
+
+def upstream_connection(upstream: FakeUpstream, connection_id: str = "c1") -> m.Connection:
+    """A Claude Code connection whose quota endpoint is the fake upstream, which counts its calls."""
+    connection = m.Connection(
+        id=connection_id,
+        provider="claude",
+        auth_type="oauth",
+        base_url=upstream.url_for("claude-oauth", connection_id),
+    )
+    connection.set_credential(f"token-{connection_id}")
+    connection.save()
+    return connection
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def test_it_sends_anonymous_visitors_to_the_login_page(client: Client) -> None:
@@ -129,48 +161,125 @@ def test_it_hides_the_refresh_button_from_viewers(viewer: Client) -> None:
     assert "Refresh now" not in viewer.get(url()).content.decode()
 
 
-def test_it_refuses_a_refresh_by_a_viewer(viewer: Client, refreshed: list[list[str]]) -> None:
+def test_it_refuses_a_refresh_by_a_viewer(
+    viewer: Client, sent: list[list[str]], post_refresh: RefreshPost
+) -> None:
     plan_setup()
-    assert viewer.post(refresh_url()).status_code == 403
-    assert refreshed == []
+    assert post_refresh(viewer).status_code == 403
+    assert sent == []
+    assert not refresh_is_pending(connection_id="plan-1")
 
 
-def test_it_refuses_a_refresh_by_anonymous_visitors(client: Client, refreshed: list[list[str]]) -> None:
+def test_it_refuses_a_refresh_by_anonymous_visitors(
+    client: Client, sent: list[list[str]], post_refresh: RefreshPost
+) -> None:
     plan_setup()
-    assert client.post(refresh_url()).status_code == 302
-    assert refreshed == []
+    assert post_refresh(client).status_code == 302
+    assert sent == []
+    assert not refresh_is_pending(connection_id="plan-1")
 
 
-def test_it_refreshes_now_for_staff(client: Client, refreshed: list[list[str]]) -> None:
+def test_it_requests_a_refresh_for_staff(
+    client: Client, sent: list[list[str]], post_refresh: RefreshPost
+) -> None:
     plan_setup()
     client.force_login(editor_create())
     assert "Refresh now" in client.get(url()).content.decode()
-    response = client.post(refresh_url())
+    response = post_refresh(client)
     assert response.status_code == 302
-    assert refreshed == [["plan-1"]]
-    assert "Refreshed: ok." in client.get(url()).content.decode()
+    assert sent == [["plan-1"]]
+    html = client.get(url()).content.decode()
+    assert "Refresh requested: a worker polls this connection shortly." in html
+    assert 'id="refresh-pending"' in html
 
 
-def test_it_refreshes_in_place_for_htmx(client: Client, refreshed: list[list[str]]) -> None:
+def test_it_requests_a_refresh_in_place_for_htmx(
+    client: Client, sent: list[list[str]], post_refresh: RefreshPost
+) -> None:
     plan_setup()
     client.force_login(editor_create())
-    html = client.post(refresh_url(), HTTP_HX_REQUEST="true").content.decode()
+    html = post_refresh(client, HTTP_HX_REQUEST="true").content.decode()
     assert html.lstrip().startswith('<div id="detail"')
-    assert "Refreshed: ok." in html
+    assert "Refresh requested: a worker polls this connection shortly." in html
+    assert 'id="refresh-pending"' in html
+    assert sent == [["plan-1"]]
 
 
-def test_it_refuses_a_refresh_without_a_csrf_token(refreshed: list[list[str]]) -> None:
+def test_it_answers_without_polling_upstream_and_a_worker_run_lands_the_reading(
+    client: Client,
+    upstream: FakeUpstream,
+    control: FakeUpstreamControl,
+    sent: list[list[str]],
+    post_refresh: RefreshPost,
+) -> None:
+    upstream_connection(upstream)
+    client.force_login(editor_create())
+
+    html = post_refresh(client, "c1", HTTP_HX_REQUEST="true").content.decode()
+
+    assert control.count("claude-oauth") == 0
+    assert not m.QuotaReading.objects.exists()
+    assert sent == [["c1"]]
+    assert 'id="refresh-pending"' in html
+    assert "Reading: none yet" in html
+
+    result = tasks.refresh_connections.apply(args=[sent[0]]).get()
+
+    assert result["outcomes"] == {"ok": 1}
+    assert control.count("claude-oauth") == 1
+    assert set(selectors.readings_latest()) == {"c1"}
+    html = client.get(url("c1"), HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="refresh-pending"' not in html
+    assert "source poll" in html
+    assert "Window <b>5h</b>" in html
+
+
+def test_it_requests_a_pending_refresh_only_once(
+    client: Client, sent: list[list[str]], post_refresh: RefreshPost
+) -> None:
+    plan_setup()
+    client.force_login(editor_create())
+    post_refresh(client, HTTP_HX_REQUEST="true")
+    html = post_refresh(client, HTTP_HX_REQUEST="true").content.decode()
+    assert "A refresh of this connection is already pending." in html
+    assert 'id="refresh-pending"' in html
+    assert sent == [["plan-1"]]
+
+
+def test_it_says_so_when_redis_cannot_take_the_request(
+    client: Client, settings: Any, sent: list[list[str]], post_refresh: RefreshPost
+) -> None:
+    plan_setup()
+    client.force_login(editor_create())
+    settings.LADDER_HOTSTATE_REDIS_URL = f"redis://127.0.0.1:{closed_port()}/0"
+    hotstate.mark_up()
+    html = post_refresh(client, HTTP_HX_REQUEST="true").content.decode()
+    assert "The refresh could not be requested (Redis is unavailable)" in html
+    assert 'id="refresh-pending"' not in html
+    assert sent == []
+
+
+def test_it_shows_no_pending_refresh_to_a_viewer_when_none_was_asked(
+    viewer: Client, hot: redis.Redis
+) -> None:
+    plan_setup()
+    assert 'id="refresh-pending"' not in viewer.get(url()).content.decode()
+
+
+def test_it_refuses_a_refresh_without_a_csrf_token(sent: list[list[str]], post_refresh: RefreshPost) -> None:
     plan_setup()
     client = Client(enforce_csrf_checks=True)
     client.force_login(editor_create())
-    assert client.post(refresh_url()).status_code == 403
-    assert refreshed == []
+    assert post_refresh(client).status_code == 403
+    assert sent == []
+    assert not refresh_is_pending(connection_id="plan-1")
 
 
-def test_it_refuses_a_refresh_by_get(client: Client, refreshed: list[list[str]]) -> None:
+def test_it_refuses_a_refresh_by_get(client: Client, sent: list[list[str]]) -> None:
     plan_setup()
     client.force_login(editor_create())
     assert client.get(refresh_url()).status_code == 405
+    assert sent == []
 
 
 def test_it_shows_the_latest_reading_source(viewer: Client) -> None:
@@ -185,12 +294,17 @@ def test_it_shows_the_connection_pool_state_with_reasons(viewer: Client) -> None
     assert "auto/subscription</span> out of pool: quota exhausted (at or below the exit cutoff)" in html
 
 
-def test_it_lands_a_no_js_refresh_on_the_connection_page(client: Client, refreshed: list[list[str]]) -> None:
+def test_it_lands_a_no_js_refresh_on_the_connection_page(
+    client: Client, sent: list[list[str]], post_refresh: RefreshPost
+) -> None:
     plan_setup()
     client.force_login(editor_create())
 
-    response = client.post(refresh_url(), follow=True)
+    response = post_refresh(client, follow=True)
 
     assert response.redirect_chain == [(url(), 302)]
     assert response.status_code == 200
-    assert "Refreshed: ok." in response.content.decode()
+    html = response.content.decode()
+    assert "Refresh requested: a worker polls this connection shortly." in html
+    assert 'id="refresh-pending"' in html
+    assert sent == [["plan-1"]]
