@@ -136,7 +136,7 @@ def _database_check() -> str:
 
 
 def _redis_check() -> str:
-    url = str(getattr(settings, "REDIS_URL", "redis://127.0.0.1:6379/0"))
+    url = str(settings.REDIS_URL)
     client = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5, retry_on_timeout=False)
     try:
         client.ping()
@@ -149,10 +149,10 @@ def _redis_check() -> str:
 
 def beat_max_age_s() -> float:
     """How old the last beat tick may be: LADDER_BEAT_MAX_AGE_S, else ten fan-out periods (≥ 60 s)."""
-    explicit = float(getattr(settings, "LADDER_BEAT_MAX_AGE_S", 0) or 0)
+    explicit = float(settings.LADDER_BEAT_MAX_AGE_S or 0)
     if explicit > 0:
         return explicit
-    return max(BEAT_MIN_MAX_AGE_S, 10 * float(getattr(settings, "LADDER_REFRESH_BEAT_S", 5.0)))
+    return max(BEAT_MIN_MAX_AGE_S, 10 * float(settings.LADDER_REFRESH_BEAT_S))
 
 
 def _beat_check(now: datetime) -> str:
@@ -191,7 +191,7 @@ def readyz(request: HttpRequest) -> JsonResponse:
 @api_view(methods=("GET",))
 def models_list(request: HttpRequest) -> JsonResponse:
     """OpenAI-compatible list of the auto ids (DESIGN L13)."""
-    if getattr(settings, "LADDER_MODELS_REQUIRE_TOKEN", False):
+    if settings.LADDER_MODELS_REQUIRE_TOKEN:
         authenticate(request, "resolve")
     snapshot = snapshot_cache.get(current_time())
     categories = {category for entry in snapshot.models for category in entry.categories}

@@ -257,7 +257,7 @@ def api_view(*, methods: Collection[str], scope: str | None = None) -> Callable[
                 release_frames(exc)
                 return error_response(500, "internal_error", "the ladder met an unexpected database error")
             except Exception:
-                if getattr(settings, "LADDER_API_PROPAGATE_EXCEPTIONS", False):
+                if settings.LADDER_API_PROPAGATE_EXCEPTIONS:
                     raise
                 drain_body(request)
                 logger.exception("unexpected error answering %s %s", request.method, request.path)

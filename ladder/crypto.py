@@ -22,7 +22,7 @@ class CredentialDecryptionError(Exception):
 
 
 def credential_cipher() -> MultiFernet:
-    raw = getattr(settings, "LADDER_CREDENTIAL_KEY", "") or ""
+    raw = settings.LADDER_CREDENTIAL_KEY or ""
     keys = [key.strip() for key in str(raw).split(",") if key.strip()]
     if not keys:
         raise ImproperlyConfigured(

@@ -48,7 +48,7 @@ def client_address(request: HttpRequest | None) -> str:
     sits further left and is ignored)."""
     if request is None:
         return "unknown"
-    hops = int(getattr(settings, "LADDER_TRUSTED_PROXY_HOPS", 0))
+    hops = int(settings.LADDER_TRUSTED_PROXY_HOPS)
     if hops > 0:
         forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
         forwarded = [part for part in forwarded if part]

@@ -93,7 +93,7 @@ def _client_addresses(request: HttpRequest) -> list[str]:
     trusted proxy forwarded: both must be allowed, so a forged X-Forwarded-For sent straight to a
     web process gains nothing."""
     addresses = [str(request.META.get("REMOTE_ADDR") or "")]
-    hops = int(getattr(settings, "LADDER_TRUSTED_PROXY_HOPS", 0) or 0)
+    hops = int(settings.LADDER_TRUSTED_PROXY_HOPS or 0)
     if hops > 0:
         forwarded = [p.strip() for p in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if p.strip()]
         if len(forwarded) >= hops:
@@ -114,7 +114,7 @@ def _address_allowed(address: str, networks: Iterable[ipaddress.IPv4Network | ip
 def allowed_networks(token: str) -> tuple[str, ...]:
     """LADDER_METRICS_ALLOWED_NETWORKS when set (empty: any address); else loopback only, unless a
     token is set (then the token alone decides)."""
-    configured = getattr(settings, "LADDER_METRICS_ALLOWED_NETWORKS", None)
+    configured = settings.LADDER_METRICS_ALLOWED_NETWORKS
     if configured is not None:
         return tuple(configured)
     return () if token else LOOPBACK_NETWORKS
@@ -122,7 +122,7 @@ def allowed_networks(token: str) -> tuple[str, ...]:
 
 def access_refusal(request: HttpRequest) -> HttpResponse | None:
     """The 401/403 for a scrape the settings do not allow (None: allowed)."""
-    expected = str(getattr(settings, "LADDER_METRICS_TOKEN", "") or "")
+    expected = str(settings.LADDER_METRICS_TOKEN or "")
     cidrs = allowed_networks(expected)
     if cidrs:
         networks = _networks(cidrs)

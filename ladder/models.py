@@ -477,7 +477,7 @@ class LadderConfiguration(models.Model):
     @classmethod
     def from_settings(cls) -> LadderConfiguration:
         """An unsaved configuration holding settings.LADDER_DEFAULTS (DESIGN §3 where absent)."""
-        defaults = getattr(settings, "LADDER_DEFAULTS", {}) or {}
+        defaults: dict[str, Any] = settings.LADDER_DEFAULTS or {}
         values = {key: defaults[key] for key in CONFIG_FIELDS if key in defaults}
         values["rung_budget_usd"] = dict(values.get("rung_budget_usd") or {})
         return cls(id=1, **values)

@@ -41,7 +41,7 @@ class HtmxHttpRequest(HttpRequest):
 
 def poll_interval_ms() -> int:
     """How often the overview and connection pages re-render their partial (LADDER_DASHBOARD_POLL_S)."""
-    return max(200, int(float(getattr(settings, "LADDER_DASHBOARD_POLL_S", 5)) * 1000))
+    return max(200, int(float(settings.LADDER_DASHBOARD_POLL_S) * 1000))
 
 
 def dashboard_login_required(view: Any) -> Any:

@@ -144,6 +144,8 @@ CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", _PROD)
 # Flash messages stay on the server: the admin shows a new gateway token once, in a message, and
 # the default cookie storage would carry it in a (signed, not encrypted) cookie.
 MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
+# How often the dashboard's overview and connection pages re-render their partial (at least 0.2 s).
+LADDER_DASHBOARD_POLL_S = float(os.getenv("LADDER_DASHBOARD_POLL_S", "5"))
 
 # Login throttling (ladder.login_throttle): failed logins counted per user name and per client
 # address in the cache; past either limit within the window, attempts are refused (429) unchecked.
@@ -263,6 +265,13 @@ LADDER_UPSTREAM_BASE_URL = os.getenv("LADDER_UPSTREAM_BASE_URL", "")
 LADDER_METRICS_TOKEN = os.getenv("LADDER_METRICS_TOKEN", "")
 LADDER_METRICS_ALLOWED_NETWORKS = envnetworks("LADDER_METRICS_ALLOWED_NETWORKS")
 
+# The gateway API (ladder.api): GET /v1/models asks for a resolve token too when this is on.
+LADDER_MODELS_REQUIRE_TOKEN = envbool("LADDER_MODELS_REQUIRE_TOKEN", "false")
+# How old /readyz lets the last beat tick be (0: ten fan-out periods, at least 60 s).
+LADDER_BEAT_MAX_AGE_S = float(os.getenv("LADDER_BEAT_MAX_AGE_S", "0"))
+# Re-raise an unexpected error in the API instead of answering the JSON 500 (debugging only).
+LADDER_API_PROPAGATE_EXCEPTIONS = envbool("LADDER_API_PROPAGATE_EXCEPTIONS", "false")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -318,6 +327,9 @@ LADDER_HOTSTATE_REDIS_URL = os.getenv("LADDER_HOTSTATE_REDIS_URL", "")  # empty:
 LADDER_HOTSTATE_PREFIX = os.getenv("LADDER_HOTSTATE_PREFIX", "ladder:hot")
 LADDER_HOTSTATE_TTL_S = envint("LADDER_HOTSTATE_TTL_S", "86400")
 LADDER_HOTSTATE_TIMEOUT_S = float(os.getenv("LADDER_HOTSTATE_TIMEOUT_S", "0.5"))
+# The escalation log's Redis keys expire this long after an auto id's last change (ladder.services.
+# escalations): after a Redis outage, Redis lags the database for that long at most.
+LADDER_ESCALATION_RECHECK_S = envint("LADDER_ESCALATION_RECHECK_S", "60")
 
 CELERY_TASK_DEFAULT_QUEUE = os.getenv("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_ANNOTATIONS = {

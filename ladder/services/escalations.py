@@ -43,7 +43,6 @@ EMPTY_CODE = "e"
 CAS_ATTEMPTS = 3
 WHY_MAX_PARTS = 5
 WHY_MAX_CHARS = 2000
-DEFAULT_RECHECK_S = 60
 
 # KEYS[1] the auto id's last outcome, KEYS[2] the resolutions counter (a hash).
 # ARGV[1] this outcome ("0".."4", "e" for empty), ARGV[2] the key's lifetime in s, ARGV[3] the
@@ -96,7 +95,7 @@ def escalation_observe(*, resolution: Resolution, now: datetime) -> EscalationEv
 
 def _swap(auto_id: str, rung: Rung | None, counter_field: str) -> str | None:
     """The auto id's previous outcome from Redis (None: none there, or Redis is away)."""
-    recheck_s = max(1, int(getattr(settings, "LADDER_ESCALATION_RECHECK_S", DEFAULT_RECHECK_S)))
+    recheck_s = max(1, int(settings.LADDER_ESCALATION_RECHECK_S))
     keys_and_args: list[Any] = [
         last_outcome_key(auto_id),
         resolutions_key(),

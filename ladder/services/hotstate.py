@@ -64,11 +64,11 @@ class HotStateUnavailable(Exception):
 
 
 def redis_url() -> str:
-    return str(getattr(settings, "LADDER_HOTSTATE_REDIS_URL", "") or settings.REDIS_URL)
+    return str(settings.LADDER_HOTSTATE_REDIS_URL or settings.REDIS_URL)
 
 
 def key_prefix() -> str:
-    return str(getattr(settings, "LADDER_HOTSTATE_PREFIX", "ladder:hot"))
+    return str(settings.LADDER_HOTSTATE_PREFIX)
 
 
 def reading_key(connection_id: str) -> str:
@@ -86,7 +86,7 @@ def client() -> redis.Redis:
     url = redis_url()
     if time.monotonic() < _down_until.get(url, 0.0):
         raise HotStateUnavailable(f"Redis at {url} failed recently; waiting before trying again")
-    timeout_s = float(getattr(settings, "LADDER_HOTSTATE_TIMEOUT_S", 0.5))
+    timeout_s = float(settings.LADDER_HOTSTATE_TIMEOUT_S)
     with _clients_lock:
         found = _clients.get(url)
         if found is None:
@@ -198,7 +198,7 @@ def readings_set(items: Iterable[tuple[str, int, Reading]]) -> bool:
     batch = list(items)
     if not batch:
         return True
-    ttl_s = int(getattr(settings, "LADDER_HOTSTATE_TTL_S", 86400))
+    ttl_s = int(settings.LADDER_HOTSTATE_TTL_S)
     try:
         pipe = client().pipeline(transaction=False)
         for connection_id, reading_id, reading in batch:
@@ -303,7 +303,7 @@ def reading_sync(connection_id: str) -> None:
         client().set(
             reading_key(connection_id),
             reading_to_json(connection_id, row, reading),
-            ex=int(getattr(settings, "LADDER_HOTSTATE_TTL_S", 86400)),
+            ex=int(settings.LADDER_HOTSTATE_TTL_S),
         )
     except HotStateUnavailable:
         pass

@@ -88,7 +88,7 @@ RELEASED = "released"  # claimed, but the run's deadline came first: handed back
 
 def upstream_override(kind: str) -> str | None:
     """``f"{settings.LADDER_UPSTREAM_BASE_URL}/{kind}"`` when that setting is set, else None."""
-    base = str(getattr(settings, "LADDER_UPSTREAM_BASE_URL", "") or "").strip().rstrip("/")
+    base = str(settings.LADDER_UPSTREAM_BASE_URL or "").strip().rstrip("/")
     return f"{base}/{kind}" if base else None
 
 
@@ -502,8 +502,8 @@ class RefreshSummary:
 
 
 def provider_cap(provider: str) -> int:
-    caps = getattr(settings, "LADDER_REFRESH_PROVIDER_CONCURRENCY", {}) or {}
-    default = int(getattr(settings, "LADDER_REFRESH_PROVIDER_CONCURRENCY_DEFAULT", 16))
+    caps = settings.LADDER_REFRESH_PROVIDER_CONCURRENCY or {}
+    default = int(settings.LADDER_REFRESH_PROVIDER_CONCURRENCY_DEFAULT)
     return max(1, int(caps.get(provider, default)))
 
 
@@ -553,7 +553,7 @@ def connections_refresh_many(
             outcomes_write([Outcome(job, now) for job in skipped], claim_until=claim_until, config=config)
         )
     if to_fetch:
-        limit = concurrency or int(getattr(settings, "LADDER_REFRESH_CONCURRENCY", 64))
+        limit = concurrency or int(settings.LADDER_REFRESH_CONCURRENCY)
         summary.outcomes.update(
             _fetch_and_write(
                 to_fetch,
@@ -665,7 +665,7 @@ def refresh_due_run(
     """The periodic fan-out: record the beat tick, claim the due connections, refresh them."""
     now = timezone.now()
     hotstate.beat_record(now=now)
-    limit = limit if limit is not None else int(getattr(settings, "LADDER_REFRESH_BATCH_MAX", 5000))
+    limit = limit if limit is not None else int(settings.LADDER_REFRESH_BATCH_MAX)
     ids = connections_claim_due(now=now, limit=limit, lease_s=lease_s)
     if not ids:
         return RefreshSummary()
@@ -705,7 +705,7 @@ def refresh_request(*, connection_ids: Iterable[str]) -> list[str]:
     ids = [cid for cid in dict.fromkeys(connection_ids) if isinstance(cid, str) and cid]
     if not ids:
         return []
-    ttl_s = max(1, int(getattr(settings, "LADDER_REFRESH_REQUEST_DEDUPE_S", 30)))
+    ttl_s = max(1, int(settings.LADDER_REFRESH_REQUEST_DEDUPE_S))
     try:
         pipe = hotstate.client().pipeline(transaction=False)
         for cid in ids:
