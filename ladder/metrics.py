@@ -25,6 +25,11 @@ Families, with bounded label sets (``connection`` is an operator-made connection
   ``ladder_connection_models{connection,provider,rung}``: how many of its models sit on each rung,
   so a metered connection's spread shows without a series per model.
 - ``ladder_connection_enabled``, ``ladder_connection_cooldown_seconds`` (seconds left, 0: none).
+- ``ladder_connection_reserve_ratio{connection,provider}``: the quota kept for the operator's own
+  use, 0–1 (only connections with a reserve); ``ladder_connection_cutoff_ratio``: the remaining
+  quota at or below which the connection leaves the plan rung, max(exit cutoff, reserve) (DESIGN L6);
+  ``ladder_connection_poll_interval_seconds``: its polling interval when slower than the refresh
+  interval (DESIGN L5; absent while polled every interval).
 - ``ladder_rung_spend_usd{rung}`` and ``ladder_rung_budget_usd{rung}`` for the current budget period
   (a budget is absent when the rung is not gated, 0 when disabled);
   ``ladder_budget_period_end_timestamp_seconds``.
@@ -59,7 +64,7 @@ from ladder import selectors
 from ladder.domain import advertised_auto_ids, rung_budgets, rung_for
 from ladder.domain.resolve import billing_verdict
 from ladder.domain.types import Connection, Rung, Snapshot
-from ladder.domain.windows import reading_age_s
+from ladder.domain.windows import connection_limits, reading_age_s
 from ladder.models import ESCALATION_KINDS
 from ladder.services import hotstate
 from ladder.services.escalations import resolutions_read
@@ -251,8 +256,30 @@ def connection_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:
         "Seconds left of the connection's cooldown (0: not cooling down)",
         labels=CONNECTION,
     )
+    reserve = GaugeMetricFamily(
+        "ladder_connection_reserve_ratio",
+        "Quota kept for the operator's own use, 0-1 (connections with a reserve)",
+        labels=CONNECTION,
+    )
+    cutoff = GaugeMetricFamily(
+        "ladder_connection_cutoff_ratio",
+        "Remaining quota at or below which the connection leaves the plan rung: max(exit cutoff, reserve)",
+        labels=CONNECTION,
+    )
+    poll_interval = GaugeMetricFamily(
+        "ladder_connection_poll_interval_seconds",
+        "The connection's polling interval when slower than the refresh interval (its readings stay fresh "
+        "that much longer)",
+        labels=CONNECTION,
+    )
     for connection in snapshot.connections:
         labels = [connection.id, connection.provider]
+        limits = connection_limits(connection, snapshot.config)
+        cutoff.add_metric(labels, limits.cutoff_pct / 100.0)
+        if connection.reserve_pct is not None:
+            reserve.add_metric(labels, connection.reserve_pct / 100.0)
+        if connection.poll_interval_s is not None:
+            poll_interval.add_metric(labels, connection.poll_interval_s)
         counts = connection_rungs(snapshot, connection)
         if counts:
             rung.add_metric(labels, int(min(counts)))
@@ -261,7 +288,7 @@ def connection_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:
         enabled.add_metric(labels, 1.0 if connection.enabled else 0.0)
         until = connection.cooldown_until
         cooldown.add_metric(labels, max(0.0, (until - now).total_seconds()) if until is not None else 0.0)
-    yield from (rung, models, enabled, cooldown)
+    yield from (rung, models, enabled, cooldown, reserve, cutoff, poll_interval)
 
 
 def budget_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:

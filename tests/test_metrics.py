@@ -115,6 +115,25 @@ def test_it_reports_quota_latches_reading_age_and_cooldowns(hot: redis.Redis, cl
     assert value(samples, "ladder_connection_enabled", connection="bare", provider="claude") == 0
 
 
+def test_it_reports_each_connections_reserve_cutoff_and_poll_interval(
+    hot: redis.Redis, client: Client
+) -> None:
+    plan("kept", (Window("5h", 42.5),), reserve_pct=20, min_poll_interval_s=300)
+    plan("plain", (Window("5h", 42.5),), min_poll_interval_s=30)
+
+    samples = scrape(client)
+
+    kept = {"connection": "kept", "provider": "claude"}
+    plain = {"connection": "plain", "provider": "claude"}
+    assert value(samples, "ladder_connection_reserve_ratio", **kept) == 0.2
+    assert value(samples, "ladder_connection_cutoff_ratio", **kept) == 0.2
+    assert value(samples, "ladder_connection_cutoff_ratio", **plain) == 0.02
+    assert value(samples, "ladder_connection_poll_interval_seconds", **kept) == 300
+    # No reserve, and a minimum below the refresh interval (60 s): no series.
+    assert set(series(samples, "ladder_connection_reserve_ratio")) == {frozenset(kept.items())}
+    assert set(series(samples, "ladder_connection_poll_interval_seconds")) == {frozenset(kept.items())}
+
+
 def test_it_reports_each_connections_base_rung_and_the_rungs_of_its_models(
     hot: redis.Redis, client: Client
 ) -> None:
