@@ -77,7 +77,10 @@ RUNG_TITLES: dict[Rung, str] = {
 PREVIEW_DEFAULT = "auto/subscription"
 
 
-def reason_words(code: str) -> str:
+def reason_words(code: str, *, reserve_pct: float | None = None) -> str:
+    """Plain words for a reason code; a reserve is told with its size."""
+    if code == Reason.RESERVE_REACHED and reserve_pct is not None:
+        return f"held back: {pct_label(reserve_pct)} % kept for your own use"
     return REASON_WORDS.get(code, code.replace("_", " "))
 
 
@@ -132,20 +135,31 @@ def preview_url(auto_id: str) -> str:
 class WindowView:
     name: str
     remaining_pct: float
-    cutoff_pct: float
-    floor_pct: float
+    cutoff_pct: float  # the connection's: max(exit cutoff, reserve) (DESIGN L6)
+    floor_pct: float  # the connection's re-entry floor, shifted up by its reserve
     latched: bool
     usable: bool
     reset_at: datetime | None
     reset_in: str
     reset_passed: bool
     scope: str
+    exit_cutoff_pct: float = 0.0  # the global exit cutoff: at or below it the window is spent
+    reserve_pct: float | None = None
 
     @property
     def state(self) -> str:
         if not self.usable:
-            return "exhausted" if self.remaining_pct <= self.cutoff_pct else "latched"
+            if self.remaining_pct <= self.exit_cutoff_pct:
+                return "exhausted"
+            if self.reserve_pct is not None and self.remaining_pct <= self.reserve_pct:
+                return "reserved"
+            return "latched"
         return "band" if self.remaining_pct <= self.floor_pct else "ok"
+
+    @property
+    def reserve_w(self) -> str:
+        """The reserve's own band on the bar: from the exit cutoff up to the connection's cutoff."""
+        return f"{max(0.0, self.cutoff_pct - self.exit_cutoff_pct):.2f}"
 
     @property
     def band_width_pct(self) -> float:
@@ -158,13 +172,17 @@ class WindowView:
 
     @property
     def bar_svg(self) -> SafeString:
-        """The remaining-% bar with the hysteresis band (cutoff → floor) drawn on it; numbers and an
-        escaped label only."""
+        """The remaining-% bar with the reserve (exit cutoff → cutoff) and the hysteresis band (cutoff →
+        floor) drawn on it; numbers and an escaped label only."""
         cutoff, floor = self.cutoff_x, self.floor_x
+        reserve = ""
+        if self.reserve_pct is not None and self.cutoff_pct > self.exit_cutoff_pct:
+            x = f"{self.exit_cutoff_pct:.2f}"
+            reserve = f'<rect class="reserve" x="{x}" y="0" width="{self.reserve_w}" height="10"/>'
         return mark_safe(  # noqa: S308 - every interpolated value is a number or escaped
             '<svg class="bar" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" '
             f'aria-label="{escape(self.aria)}"><rect class="track" x="0" y="0" width="100" height="10"/>'
-            f'<rect class="fill" x="0" y="0" width="{self.fill_x}" height="10"/>'
+            f'<rect class="fill" x="0" y="0" width="{self.fill_x}" height="10"/>{reserve}'
             f'<rect class="band" x="{cutoff}" y="0" width="{self.band_w}" height="10"/>'
             f'<line class="cutoff" x1="{cutoff}" x2="{cutoff}" y1="0" y2="10"/>'
             f'<line class="floor" x1="{floor}" x2="{floor}" y1="0" y2="10"/></svg>'
@@ -188,9 +206,14 @@ class WindowView:
 
     @property
     def aria(self) -> str:
+        reserve = (
+            f", reserve {pct_label(self.reserve_pct)}% kept for your own use"
+            if self.reserve_pct is not None and self.cutoff_pct > self.exit_cutoff_pct
+            else ""
+        )
         return (
-            f"{self.name}: {self.pct_label}% remaining; exit cutoff {pct_label(self.cutoff_pct)}%, "
-            f"re-entry floor {pct_label(self.floor_pct)}%"
+            f"{self.name}: {self.pct_label}% remaining; exit cutoff {pct_label(self.exit_cutoff_pct)}%"
+            f"{reserve}, re-entry floor {pct_label(self.floor_pct)}%"
         )
 
 
@@ -234,6 +257,7 @@ class ConnectionCard:
     reading_note: str
     reading_stale: bool
     windows: tuple[WindowView, ...]
+    reserve_pct: float | None = None
     models: list[str] = field(default_factory=list)
     pools: list[PoolState] = field(default_factory=list)
 
@@ -311,6 +335,8 @@ def _window_view(window: Window, limits: Thresholds, now: datetime) -> WindowVie
         reset_in=until_words(window.reset_at, now),
         reset_passed=reset_passed(window, now),
         scope=", ".join(window.scope_models) or "all models",
+        exit_cutoff_pct=limits.exit_cutoff_pct,
+        reserve_pct=limits.reserve_pct,
     )
 
 
@@ -339,6 +365,7 @@ def _card(
         reading_note=reading.note if reading else "",
         reading_stale=bool(reading and is_too_old(reading, now, limits)),
         windows=tuple(_window_view(w, limits, now) for w in reading.windows) if (reading and quota) else (),
+        reserve_pct=connection.reserve_pct,
     )
 
 
@@ -366,7 +393,7 @@ def _pool_state(
     for model in card.models:
         code = reasons.get((card.id, model))
         if code is not None:
-            seen[reason_words(code)] = None
+            seen[reason_words(code, reserve_pct=card.reserve_pct)] = None
     return PoolState(grouping, inside, len(card.models), tuple(seen))
 
 
@@ -480,6 +507,10 @@ class Preview:
         return not self.error and not self.pool
 
 
+def _reserve_of(connection: Connection | None) -> float | None:
+    return None if connection is None else connection.reserve_pct
+
+
 def preview_build(*, auto_id: str, now: datetime, candidates: list[Candidate] | None = None) -> Preview:
     snapshot = snapshot_load(now=now)
     preview = Preview(auto_id=auto_id, error="", now=now, auto_ids=auto_id_links(snapshot))
@@ -492,6 +523,7 @@ def preview_build(*, auto_id: str, now: datetime, candidates: list[Candidate] | 
         PreviewEntry(i, e.rung.label, int(e.rung), e.provider, e.model, e.allowed_connection_ids)
         for i, e in enumerate(resolution.pool, start=1)
     ]
+    by_id = snapshot.connections_by_id
     preview.excluded = [
         PreviewExclusion(
             x.provider,
@@ -499,7 +531,7 @@ def preview_build(*, auto_id: str, now: datetime, candidates: list[Candidate] | 
             x.connection_id,
             x.rung.label if x.rung is not None else "—",
             x.reason,
-            reason_words(x.reason),
+            reason_words(x.reason, reserve_pct=_reserve_of(by_id.get(x.connection_id))),
             x.detail,
         )
         for x in resolution.excluded

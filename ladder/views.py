@@ -28,6 +28,7 @@ from ladder.login_throttle import ThrottledAuthenticationForm, throttled_answer
 from ladder.models import BillingCatalogEntry, Connection, catalog_key_label
 from ladder.services.catalog import EDITABLE_FIELDS, catalog_entry_create, catalog_entry_update
 from ladder.services.refresh import refresh_is_pending, refresh_request
+from ladder.services.state import RESERVE_MESSAGE, connection_reserve_set
 
 LOGIN_URL = "ladder:login"
 CHANGE_CATALOG = "ladder.change_billingcatalogentry"
@@ -171,6 +172,34 @@ def connection_refresh_now(request: HtmxHttpRequest, connection_id: str) -> Http
     if request.htmx:
         return _detail_partial(request, connection_id)
     return redirect(page_url)
+
+
+@dashboard_login_required
+@require_POST
+def connection_reserve(request: HtmxHttpRequest, connection_id: str) -> HttpResponseBase:
+    """Set or clear the quota this connection keeps for the operator's own use (DESIGN L6 Reserve)."""
+    if not (request.user.is_staff and request.user.has_perm(REFRESH_CONNECTION)):
+        raise PermissionDenied(
+            "Changing a connection's reserve needs a staff login with the change permission."
+        )
+    if not Connection.objects.filter(pk=connection_id).exists():
+        raise Http404("No such connection.")
+    text = request.POST.get("reserve_pct", "").strip().rstrip("%").strip()
+    try:
+        reserve = None if text == "" else float(text)
+        connection_reserve_set(connection_id=connection_id, reserve_pct=reserve)
+    except ValueError:
+        messages.error(request, f"{RESERVE_MESSAGE}; got {text[:40]!r}.")
+    except ValidationError as exc:
+        messages.error(request, "; ".join(exc.messages))
+    else:
+        if reserve is None:
+            messages.success(request, "No reserve: the gateway may use this plan down to the exit cutoff.")
+        else:
+            messages.success(request, f"Reserve set: {reserve:g} % of every window is kept for your own use.")
+    if request.htmx:
+        return _detail_partial(request, connection_id)
+    return redirect(reverse("ladder:connection_page", args=[connection_id]))
 
 
 def _detail_partial(request: HtmxHttpRequest, connection_id: str) -> HttpResponse:

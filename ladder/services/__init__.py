@@ -10,7 +10,12 @@ from ladder.services.refresh import (
     connections_refresh_many,
     refresh_request,
 )
-from ladder.services.state import bump_state_version, configuration_update, connection_set_credential
+from ladder.services.state import (
+    bump_state_version,
+    configuration_update,
+    connection_reserve_set,
+    connection_set_credential,
+)
 from ladder.services.tokens import gateway_token_create, gateway_token_revoke
 from ladder.services.usage import usage_record
 
@@ -21,6 +26,7 @@ __all__ = [
     "connections_claim_due",
     "connections_refresh_many",
     "configuration_update",
+    "connection_reserve_set",
     "connection_set_credential",
     "failure_record",
     "gateway_token_create",

@@ -3,6 +3,7 @@ version is never newer or older than the rows it was built from."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -64,5 +65,21 @@ def connection_set_credential(*, connection_id: str, credential: str | None) -> 
         connection = Connection.objects.select_for_update().get(pk=connection_id)
         connection.set_credential(credential)
         connection.save(update_fields=["credential_ciphertext", "updated_at"])
+        bump_state_version()
+    return connection
+
+
+RESERVE_MESSAGE = "reserve_pct must be a number from 0 to 100, or empty to keep no reserve"
+
+
+def connection_reserve_set(*, connection_id: str, reserve_pct: float | None) -> Connection:
+    """Keep part of a connection's quota for the operator's own use (DESIGN L6 Reserve); None keeps
+    none. ValidationError (field "reserve_pct") outside 0–100; Connection.DoesNotExist if unknown."""
+    if reserve_pct is not None and not (math.isfinite(reserve_pct) and 0 <= reserve_pct <= 100):
+        raise ValidationError({"reserve_pct": RESERVE_MESSAGE})
+    with transaction.atomic():
+        connection = Connection.objects.select_for_update().get(pk=connection_id)
+        connection.reserve_pct = reserve_pct
+        connection.save(update_fields=["reserve_pct", "updated_at"])
         bump_state_version()
     return connection

@@ -247,3 +247,47 @@ def test_it_refreshes_a_connection_from_its_page(
     assert control.count("zai-glm", connection="b-zai") == 1
     assert m.QuotaReading.objects.filter(connection_id="b-zai").count() == 1
     control.close()
+
+
+def test_it_holds_a_plan_back_at_its_reserve_in_plain_words(
+    browser: WebDriver, live_server: LiveServer, upstream: FakeUpstream, artifacts: Path
+) -> None:
+    """Issue #15: a reserve of 20 % set on the connection page; the fake upstream drains the plan to
+    19 %; the page, polling, shows it out of auto/subscription, held back for the operator."""
+    zai_plan(upstream)
+    control = upstream.control()
+    control.set_remaining("zai-glm", 60, connection="b-zai", reset_at=timezone.now() + timedelta(hours=3))
+    assert poll_now("b-zai") == "ok"
+    editor_create()
+    log_in(browser, live_server, "editor")
+    browser.get(f"{live_server.url}/connections/b-zai/")
+    wait(browser).until(lambda d: "auto/subscription in pool" in text_of(d, "detail"))
+
+    field = browser.find_element(By.ID, "reserve_pct")
+    field.clear()
+    field.send_keys("20")
+    browser.find_element(By.CSS_SELECTOR, "form.reserve button[type=submit]").click()
+    wait(browser, 15).until(lambda d: "Reserve set: 20 %" in text_of(d, "detail"))
+    assert m.Connection.objects.get(pk="b-zai").reserve_pct == 20.0
+    assert "auto/subscription in pool" in text_of(browser, "detail")  # 60 % is above the reserve
+    browser.execute_script("window.scrollTo(0, 0);")
+    assert browser.save_screenshot(str(artifacts / "reserve-20-set.png"))
+
+    control.set_remaining("zai-glm", 19, connection="b-zai", reset_at=timezone.now() + timedelta(hours=3))
+    assert poll_now("b-zai") == "ok"
+
+    words = "auto/subscription out of pool: held back: 20 % kept for your own use"
+    wait(browser, 15).until(lambda d: words in text_of(d, "detail"))
+    browser.execute_script("window.scrollTo(0, 0);")
+    assert browser.save_screenshot(str(artifacts / "reserve-20-held-back.png"))
+    browser.get(f"{live_server.url}/")  # the overview's bar draws the reserve as its own band
+    wait(browser).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#card-b-zai-0 .w-reserved svg.bar rect.reserve")
+    )
+    assert browser.save_screenshot(str(artifacts / "reserve-20-overview.png"))
+    browser.get(f"{live_server.url}/pool/?model=auto/subscription")
+    wait(browser).until(
+        lambda d: "held back: 20 % kept for your own use" in d.find_element(By.TAG_NAME, "body").text
+    )
+    assert browser.save_screenshot(str(artifacts / "reserve-20-pool-preview.png"))
+    control.close()

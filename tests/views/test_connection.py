@@ -308,3 +308,62 @@ def test_it_lands_a_no_js_refresh_on_the_connection_page(
     assert "Refresh requested: a worker polls this connection shortly." in html
     assert 'id="refresh-pending"' in html
     assert sent == [["plan-1"]]
+
+
+# --- the reserve (DESIGN L6 Reserve) --------------------------------------------------------------------
+
+
+def reserve_url(connection_id: str = "plan-1") -> str:
+    return reverse("ladder:connection_reserve", args=[connection_id])
+
+
+def test_it_sets_a_reserve_and_holds_the_plan_back_in_plain_words(client: Client) -> None:
+    plan_setup(remaining=15)
+    client.force_login(editor_create())
+    assert 'name="reserve_pct"' in client.get(url()).content.decode()
+    before = selectors.state_version_get()
+
+    response = client.post(reserve_url(), {"reserve_pct": "20"})
+
+    assert response.status_code == 302
+    assert m.Connection.objects.get(pk="plan-1").reserve_pct == 20.0
+    assert selectors.state_version_get() > before
+    html = client.get(url()).content.decode()
+    assert "Reserve set: 20 % of every window is kept for your own use." in html
+    assert "out of pool: held back: 20 % kept for your own use" in html
+    assert 'class="reserve"' in html  # the reserve's own band on the window bar
+
+
+def test_it_clears_the_reserve_in_place_for_htmx(client: Client) -> None:
+    plan_setup(remaining=15)
+    m.Connection.objects.filter(pk="plan-1").update(reserve_pct=20)
+    client.force_login(editor_create())
+
+    response = client.post(reserve_url(), {"reserve_pct": ""}, HTTP_HX_REQUEST="true")
+
+    assert response.status_code == 200
+    assert m.Connection.objects.get(pk="plan-1").reserve_pct is None
+    html = response.content.decode()
+    assert 'id="detail"' in html
+    assert "<html" not in html
+    assert "No reserve" in html
+    assert "held back" not in html
+
+
+@pytest.mark.parametrize("value", ["120", "-1", "twenty", "nan"])
+def test_it_refuses_a_bad_reserve_naming_the_field(client: Client, value: str) -> None:
+    plan_setup()
+    m.Connection.objects.filter(pk="plan-1").update(reserve_pct=10)
+    client.force_login(editor_create())
+
+    client.post(reserve_url(), {"reserve_pct": value})
+
+    assert m.Connection.objects.get(pk="plan-1").reserve_pct == 10.0
+    assert "reserve_pct must be a number from 0 to 100" in client.get(url()).content.decode()
+
+
+def test_it_refuses_a_reserve_by_a_viewer(viewer: Client) -> None:
+    plan_setup()
+    assert 'name="reserve_pct"' not in viewer.get(url()).content.decode()
+    assert viewer.post(reserve_url(), {"reserve_pct": "20"}).status_code == 403
+    assert m.Connection.objects.get(pk="plan-1").reserve_pct is None

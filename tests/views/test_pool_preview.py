@@ -114,3 +114,13 @@ def test_it_shows_a_cooling_down_connection_as_excluded(viewer: Client) -> None:
     html = viewer.get(URL, {"model": "auto/thrifty"}).content.decode()
     assert 'data-reason="cooling_down"' in html
     assert "<b>plan-1</b>" in html
+
+
+def test_it_explains_a_reserve_in_plain_words_with_its_size(viewer: Client) -> None:
+    plan_setup("plan-1", remaining=19)
+    m.Connection.objects.filter(pk="plan-1").update(reserve_pct=20)
+
+    html = viewer.get(URL, {"model": "auto/subscription"}).content.decode()
+
+    assert 'data-connection="plan-1" data-reason="reserve_reached"' in html
+    assert "held back: 20 % kept for your own use" in html
