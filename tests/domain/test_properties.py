@@ -650,7 +650,7 @@ def holds_sets_empty_iff_the_pool_is_empty(case: Case, resolution: Resolution) -
         assert resolution.empty.retry_at > NOW
     grouping_reasons = (
         {"unknown_connection", "disabled", "cooling_down", "rung_disabled", "budget_exhausted"}
-        | {"quota_exhausted", "below_reentry_floor"}
+        | {"quota_exhausted", "reserve_reached", "below_reentry_floor"}
         if resolution.grouping == "thrifty"
         else {
             "unknown_connection",
@@ -665,6 +665,7 @@ def holds_sets_empty_iff_the_pool_is_empty(case: Case, resolution: Resolution) -
             "window_reset_passed",
             "reading_stale",
             "quota_exhausted",
+            "reserve_reached",
             "below_reentry_floor",
         }
     )
