@@ -107,8 +107,17 @@ def state_import(*, data: Any, replace: bool = False) -> ImportSummary:
             model_keys.add(model_row.pk)
             summary.add("models")
 
+        # STATE.md: a file's poll_interval_s is an effective interval, slower than refresh_interval_s;
+        # the database keeps only a minimum that is (else the API would judge freshness otherwise).
+        refresh_interval_s = m.LadderConfiguration.load().refresh_interval_s
         connection_ids = set()
         for index, connection in enumerate(snapshot.connections):
+            if connection.poll_interval_s is not None and connection.poll_interval_s <= refresh_interval_s:
+                raise StateError(
+                    f"connections[{index}].poll_interval_s",
+                    f"must be above refresh_interval_s ({refresh_interval_s:g}) to be stored: a connection "
+                    "polled every refresh_interval_s has none (null)",
+                )
             conn_row = m.Connection.objects.filter(pk=connection.id).first() or m.Connection(id=connection.id)
             conn_row.provider, conn_row.auth_type = connection.provider, connection.auth_type
             conn_row.keyless, conn_row.enabled = connection.keyless, connection.enabled

@@ -124,6 +124,12 @@ class BillingCatalogEntry(models.Model):
         self.auth_type = normalise_auth_type(self.auth_type)
 
 
+def validate_above_zero(value: float) -> None:
+    """An exclusive minimum (Django's MinValueValidator includes its limit)."""
+    if not value > 0:
+        raise ValidationError("Ensure this value is greater than 0.", code="min_value")
+
+
 class Connection(models.Model):
     id = models.CharField(
         primary_key=True,
@@ -158,10 +164,7 @@ class Connection(models.Model):
     min_poll_interval_s = models.FloatField(
         null=True,
         blank=True,
-        validators=[
-            MinValueValidator(0),
-            MaxValueValidator(POLL_INTERVAL_MAX_S),
-        ],
+        validators=[validate_above_zero, MaxValueValidator(POLL_INTERVAL_MAX_S)],
         help_text="Poll no more often than every this many seconds (above 0, at most 86,400). When slower "
         "than the refresh interval, readings stay fresh for the reading age limit plus this. Empty: "
         "every refresh interval.",
@@ -206,7 +209,8 @@ class Connection(models.Model):
                 condition=Q(min_poll_interval_s__isnull=True)
                 | (Q(min_poll_interval_s__gt=0) & Q(min_poll_interval_s__lte=POLL_INTERVAL_MAX_S)),
                 name="connection_min_poll_interval_range",
-                violation_error_message="min_poll_interval_s must be empty, or above 0 and at most 86400.",
+                violation_error_message=f"min_poll_interval_s must be empty, or above 0 and at most "
+                f"{POLL_INTERVAL_MAX_S:g}.",
             ),
             models.CheckConstraint(
                 condition=Q(reserve_pct__isnull=True) | (Q(reserve_pct__gte=0) & Q(reserve_pct__lte=100)),

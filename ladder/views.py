@@ -188,6 +188,8 @@ def connection_reserve(request: HtmxHttpRequest, connection_id: str) -> HttpResp
     try:
         reserve = None if text == "" else float(text)
         connection_reserve_set(connection_id=connection_id, reserve_pct=reserve)
+    except Connection.DoesNotExist:
+        raise Http404("No such connection.") from None  # deleted meanwhile
     except ValueError:
         messages.error(request, f"{RESERVE_MESSAGE}; got {text[:40]!r}.")
     except ValidationError as exc:

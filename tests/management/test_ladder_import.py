@@ -189,3 +189,28 @@ def test_it_imports_times_with_any_valid_offset(tmp_path: Path) -> None:
     assert connection["cooldown_until"] == "2026-08-22T18:31:00Z"
     assert connection["quota"]["fetched_at"] == "2026-08-22T12:00:00Z"
     assert connection["quota"]["windows"][0]["reset_at"] == "2026-08-22T12:00:00Z"
+
+
+@pytest.mark.django_db
+def test_it_round_trips_a_reserve_and_a_poll_interval(tmp_path: Path) -> None:
+    state = {
+        "now": "2026-08-22T12:00:00Z",
+        "connections": [{"id": "c1", "provider": "p", "poll_interval_s": 300, "reserve_pct": 20}],
+    }
+    call_command("ladder_import", write_state(tmp_path, state), stdout=io.StringIO())
+
+    row = m.Connection.objects.get(pk="c1")
+    assert (row.min_poll_interval_s, row.reserve_pct) == (300.0, 20.0)
+    exported = export("2026-08-22T12:00:00Z")["connections"][0]
+    assert (exported["poll_interval_s"], exported["reserve_pct"]) == (300.0, 20.0)
+
+
+@pytest.mark.django_db
+def test_it_refuses_a_poll_interval_not_slower_than_the_refresh_interval(tmp_path: Path) -> None:
+    state = {"connections": [{"id": "c1", "provider": "p", "poll_interval_s": 60}]}
+
+    with pytest.raises(CommandError) as error:
+        call_command("ladder_import", write_state(tmp_path, state), stdout=io.StringIO())
+
+    assert "connections[0].poll_interval_s: must be above refresh_interval_s (60)" in str(error.value)
+    assert not m.Connection.objects.exists()

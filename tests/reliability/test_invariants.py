@@ -77,11 +77,17 @@ def _storable_reading(reading: Reading | None) -> Reading | None:
     return replace(reading, windows=tuple(windows), fetched_at=min(reading.fetched_at, latest))
 
 
-def _storable_connection(connection: Connection) -> Connection:
+def _storable_connection(connection: Connection, refresh_interval_s: float) -> Connection:
+    """Also: the import refuses a poll interval the database cannot hold (one not slower than
+    refresh_interval_s is none)."""
+    poll_interval_s = connection.poll_interval_s
     return replace(
         connection,
         auth_type=normalise_auth_type(connection.auth_type),
         reading=_storable_reading(connection.reading),
+        poll_interval_s=None
+        if poll_interval_s is not None and poll_interval_s <= refresh_interval_s
+        else poll_interval_s,
     )
 
 
@@ -91,7 +97,8 @@ def stored_cases(draw: st.DrawFn) -> Case:
     if draw(st.booleans()):
         case = replace(case, candidates=None)  # the page builds its candidates from the catalog
     snapshot = case.snapshot
-    connections = tuple(_storable_connection(c) for c in snapshot.connections)
+    refresh_interval_s = snapshot.config.refresh_interval_s
+    connections = tuple(_storable_connection(c, refresh_interval_s) for c in snapshot.connections)
     return replace(case, snapshot=replace(snapshot, connections=connections))
 
 
