@@ -13,9 +13,8 @@ from ladder.providers.values import JsonDict, as_dict, as_dicts, as_str, decode_
 
 DEFAULT_BASE_URL = "https://cloudcode-pa.googleapis.com"
 LOAD_CODE_ASSIST_PATH = "/v1internal:loadCodeAssist"
-# gemini-cli's defaults when a retryable error names no delay.
-RATE_LIMIT_DEFAULT_S = 10.0
-PER_MINUTE_DEFAULT_S = 60.0
+# gemini-cli's wait for a per-minute quota that names no delay.
+PER_MINUTE_S = 60.0
 # The account must act (verify, migrate tier): retrying cannot help.
 ACCOUNT_ACTION_REASONS = ("VALIDATION_REQUIRED", "UNSUPPORTED_CLIENT", "INELIGIBLE_TIER")
 _RETRY_IN = re.compile(r"retry in ([0-9][0-9.hms]*)", re.IGNORECASE)
@@ -45,48 +44,93 @@ def _detail(details: list[JsonDict], type_suffix: str) -> JsonDict:
     return next((d for d in details if str(d.get("@type", "")).endswith(type_suffix)), {})
 
 
+# Statuses gemini-cli reads as quota answers: a 499 (client closed) is retried like a 429. Its 503
+# is retried too, which a transient ``upstream_error`` already means here.
+QUOTA_STATUSES = (429, 499)
+CLOUD_CODE_DOMAIN = "cloudcode-pa.googleapis.com"
+_LIMIT_ZERO = re.compile(r"limit:\s*0(?!\d|\.\d)", re.IGNORECASE)
+# "Your quota will reset after 1h43m56s." (Antigravity, Cloud Code): a Go-style duration.
+_RESET_AFTER = re.compile(r"reset after ([0-9][0-9.hms]*)", re.IGNORECASE)
+_REASONS_IN_TEXT = re.compile(r"\b(QUOTA_EXHAUSTED|RATE_LIMIT_EXCEEDED)\b")
+
+
+def _message_delay_s(message: str) -> float | None:
+    """A wait written in the message: "Please retry in 5s", "reset after 1h43m56s"."""
+    for pattern in (_RETRY_IN, _RESET_AFTER):
+        found = pattern.search(message)
+        seconds = parse_duration_s(found[1].rstrip(".")) if found else None
+        if seconds is not None:
+            return seconds
+    return None
+
+
 def classify_google_rpc(status: int, headers: Mapping[str, str], body: object, now: datetime) -> Failure:
-    """gemini-cli's ``classifyGoogleError``: terminal on QUOTA_EXHAUSTED, a per-day quota id or a
-    retry delay over 5 minutes; retryable on RATE_LIMIT_EXCEEDED, per-minute ids and short delays."""
+    """gemini-cli's ``classifyGoogleError`` (packages/core/src/utils/googleQuotaErrors.ts), in its order.
+
+    | signal | reading |
+    | --- | --- |
+    | VALIDATION_REQUIRED, UNSUPPORTED_CLIENT, INELIGIBLE_TIER | ``auth_failed`` (the account must act) |
+    | ``limit: 0`` in the message | ``quota_exhausted`` (no quota on this tier) |
+    | QuotaFailure id naming a day (``PerDay``, ``Daily``) | ``quota_exhausted`` |
+    | INSUFFICIENT_G1_CREDITS_BALANCE | ``quota_exhausted`` (AI credits spent) |
+    | QUOTA_EXHAUSTED (ErrorInfo reason, or the bare message) | ``quota_exhausted`` |
+    | RATE_LIMIT_EXCEEDED from Cloud Code without a delay | ``quota_exhausted`` (terminal in gemini-cli) |
+    | any delay over 300 s | ``quota_exhausted`` for that long |
+    | a delay up to 300 s (RetryInfo, then the message) | ``rate_limited`` for that long |
+    | per-minute QuotaFailure id or ErrorInfo ``quota_limit`` | ``rate_limited`` for 60 s |
+    | any other 429 or 499 | ``rate_limited`` without a delay |
+
+    Delays: RetryInfo ``retryDelay``, else the message ("Please retry in 5s", "Your quota will reset
+    after 1h43m56s."), else ``quotaResetDelay``. A 503 MODEL_CAPACITY_EXHAUSTED is the server's
+    capacity, not the account's quota: a transient upstream error.
+    """
     error = as_dict(dig(decode_body(body), "error")) or {}
     message = as_str(error.get("message")) or ""
     details = as_dicts(error.get("details"))
     info = _detail(details, "google.rpc.ErrorInfo")
-    reason = (as_str(info.get("reason")) or "").upper()
+    text_reason = _REASONS_IN_TEXT.fullmatch(message.strip())
+    reason = (as_str(info.get("reason")) or (text_reason[1] if text_reason else "")).upper()
+    domain = re.sub(r"[^a-zA-Z0-9.-]", "", as_str(info.get("domain")) or "")
     metadata = as_dict(info.get("metadata")) or {}
     model = as_str(metadata.get("model"))
     quota_ids = [
         str(v.get("quotaId", ""))
         for v in as_dicts(_detail(details, "google.rpc.QuotaFailure").get("violations"))
     ]
-    retry_in = _RETRY_IN.search(message)
-    delays = (
-        _detail(details, "google.rpc.RetryInfo").get("retryDelay"),
-        metadata.get("quotaResetDelay"),
-        retry_in[1].rstrip(".") if retry_in else None,
-    )
-    wait = next((s for s in map(parse_duration_s, delays) if s is not None), None)
+    quota_limit = str(metadata.get("quota_limit") or "")
+    retry_info = parse_duration_s(_detail(details, "google.rpc.RetryInfo").get("retryDelay"))
+    wait = retry_info if retry_info is not None else _message_delay_s(message)
     reset_at = parse_time(metadata.get("quotaResetTimeStamp"), now=now)
-    if reset_at is None and wait is not None:
-        reset_at = now + timedelta(seconds=wait)
+    if reset_at is None:
+        fallback = wait if wait is not None else parse_duration_s(metadata.get("quotaResetDelay"))
+        reset_at = None if fallback is None else now + timedelta(seconds=fallback)
     detail = f"{reason or status}: {message}".strip(": ")
+
+    def exhausted(extra: str = "") -> Failure:
+        return Failure(
+            "quota_exhausted", window=model, reset_at=reset_at, retry_after_s=wait, detail=extra + detail
+        )
 
     if reason in ACCOUNT_ACTION_REASONS or "IneligibleTier" in message:
         return Failure("auth_failed", detail=detail)
+    if status not in QUOTA_STATUSES and not reason:
+        return classify_by_status(status, headers, now, detail=detail)
+    if reason.startswith("MODEL_CAPACITY"):
+        return Failure("upstream_error", window=model, retry_after_s=wait, detail=detail)
+    if _LIMIT_ZERO.search(message) or any("perday" in q.lower() or "daily" in q.lower() for q in quota_ids):
+        return exhausted()
     if reason == "INSUFFICIENT_G1_CREDITS_BALANCE":
-        return Failure("quota_exhausted", window=model, detail=f"AI credits exhausted; {detail}")
-    per_day = any("perday" in q.lower() or "daily" in q.lower() for q in quota_ids)
-    if reason == "QUOTA_EXHAUSTED" or per_day:
-        return Failure("quota_exhausted", window=model, reset_at=reset_at, retry_after_s=wait, detail=detail)
-    per_minute = any("perminute" in q.lower() for q in quota_ids)
-    if reason == "RATE_LIMIT_EXCEEDED" or per_minute or status == 429:
-        if wait is None and reason == "RATE_LIMIT_EXCEEDED":
-            wait = RATE_LIMIT_DEFAULT_S
-        elif wait is None and per_minute:
-            wait = PER_MINUTE_DEFAULT_S
-        if wait is not None and wait > LONG_RETRY_S:
-            return Failure(
-                "quota_exhausted", window=model, reset_at=reset_at, retry_after_s=wait, detail=detail
-            )
+        return exhausted("AI credits exhausted; ")
+    if reason == "QUOTA_EXHAUSTED":
+        return exhausted()
+    if reason == "RATE_LIMIT_EXCEEDED" and domain == CLOUD_CODE_DOMAIN and wait is None:
+        return exhausted()
+    if wait is None and (
+        "perminute" in quota_limit.lower() or any("perminute" in q.lower() for q in quota_ids)
+    ):
+        wait = PER_MINUTE_S
+    if wait is not None and wait > LONG_RETRY_S:
+        return exhausted()
+    if status in QUOTA_STATUSES or reason:
         return Failure("rate_limited", window=model, retry_after_s=wait, detail=detail)
     return classify_by_status(status, headers, now, detail=detail)
