@@ -160,3 +160,27 @@ def next_utc_boundary(period: str, *, now: datetime) -> datetime | None:
         year, month = (today.year + 1, 1) if today.month == 12 else (today.year, today.month + 1)
         return today.replace(year=year, month=month, day=1)
     return None
+
+
+# A date and time written inside a message: "reset at 2026-07-31 18:31:06", "Resets at
+# 2026-09-01T22:00:00+08:00", "将在 2026-07-31T10:31:06.000Z 重置"; dashes or slashes, any zone or none.
+_TIME_IN_TEXT = re.compile(
+    r"(\d{4})[-/](\d{2})[-/](\d{2})[ T](\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)"
+    r"\s*(Z|[+-]\d{2}:?\d{2}|UTC[+-]\d{1,2})?",
+    re.IGNORECASE,
+)
+
+
+def find_time_in_text(text: str, *, now: datetime, tz: tzinfo = UTC) -> datetime | None:
+    """The first date-time written in a message, in any of the wordings and languages upstreams use;
+    a zone-less one is read in ``tz``. None when the message carries none."""
+    found = _TIME_IN_TEXT.search(text)
+    if found is None:
+        return None
+    year, month, day, clock, zone = found.groups()
+    hours, _, rest = clock.partition(":")
+    zone = (zone or "").upper()
+    if zone.startswith("UTC"):
+        sign, amount = zone[3], int(zone[4:])
+        zone = f"{sign}{amount:02d}:00"
+    return parse_time(f"{year}-{month}-{day}T{int(hours):02d}:{rest}{zone}", now=now, tz=tz)

@@ -1,7 +1,21 @@
 """z.ai GLM Coding Plan: ``quota/limit`` windows; errors may arrive as a 200 with an error body.
 
 ``percentage`` is the *used* share, ``nextResetTime`` is epoch milliseconds, and times written
-without a zone (the 1308 message) are UTC+8.
+without a zone (the exhaustion messages) are UTC+8.
+
+Business codes (docs.z.ai/api-reference/api-code and the bodies in quota-peers/zai-glm):
+
+| code | meaning | reading |
+| --- | --- | --- |
+| 1308 | 5-hour usage limit reached ("Usage limit reached for 5 hour", Chinese too) | ``quota_exhausted`` |
+| 1310 | weekly/monthly limit spent ("Weekly/Monthly Limit Exhausted", Chinese too) | ``quota_exhausted`` |
+| 1316 | plan limit exhausted (5-hour, weekly or monthly, named in the message) | ``quota_exhausted`` |
+| 1302, 1305 | high concurrency, service overloaded | ``rate_limited`` |
+| 1113 | no balance or resource package (wrong endpoint for the key, or spent) | ``quota_exhausted`` |
+| 1000-1004 | authentication failed | ``auth_failed`` |
+
+The window is the one the message names (a number of hours, a week; the reading's ``7d``); the reset
+is the time written in the message ("reset at", "Resets at", "将在 … 重置"), with or without a zone.
 """
 
 from __future__ import annotations
@@ -12,7 +26,7 @@ from datetime import datetime
 
 from ladder.domain.types import Failure, Reading, Window
 from ladder.providers.base import BaseAdapter, ConnectionRef, FetchError, Upstream, classify_by_status
-from ladder.providers.timeparse import UTC_PLUS_8, parse_time
+from ladder.providers.timeparse import UTC_PLUS_8, find_time_in_text, parse_time
 from ladder.providers.values import (
     as_bool,
     as_dicts,
@@ -29,10 +43,19 @@ USAGE_PATH = "/api/monitor/usage/quota/limit"
 # Window length = number × unit. Unit 5 is the month of TIME_LIMIT (MCP tool calls), not a model window.
 UNIT_S = {1: 86400, 3: 3600, 4: 86400, 6: 7 * 86400}
 MODEL_LIMIT_TYPES = ("TOKENS_LIMIT", "CREDIT_LIMIT")
-EXHAUSTED_CODES = ("1308",)
+EXHAUSTED_CODES = ("1308", "1310", "1316", "1113")
 TRANSIENT_CODES = ("1302", "1305")
-_FOR_HOURS = re.compile(r"for (\d+) hours?", re.IGNORECASE)
-_RESET_AT = re.compile(r"reset at (\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?)", re.IGNORECASE)
+AUTH_CODES = ("1000", "1001", "1002", "1003", "1004")
+_HOURS = re.compile(r"(\d+)\s*(?:-\s*)?(?:hours?|小时)", re.IGNORECASE)
+_WEEK = re.compile(r"week|每周|周", re.IGNORECASE)
+
+
+def exhausted_window(message: str) -> str | None:
+    """The window an exhaustion message names: ``5h`` for "5 hour"/"5 小时", ``7d`` for a week."""
+    hours = _HOURS.search(message)
+    if hours:
+        return f"{hours[1]}h"
+    return "7d" if _WEEK.search(message) else None
 
 
 def body_error(body: object) -> bool:
@@ -95,14 +118,14 @@ class ZaiAdapter(BaseAdapter):
         decoded = decode_body(body)
         _, code, message = error_fields(decoded)
         if code in EXHAUSTED_CODES or message.lower().startswith("usage limit reached"):
-            hours = _FOR_HOURS.search(message)
-            reset = _RESET_AT.search(message)
             return Failure(
                 "quota_exhausted",
-                window=f"{hours[1]}h" if hours else ("7d" if "week" in message.lower() else None),
-                reset_at=parse_time(reset[1], now=now, tz=UTC_PLUS_8) if reset else None,
+                window=exhausted_window(message),
+                reset_at=find_time_in_text(message, now=now, tz=UTC_PLUS_8),
                 detail=f"{code}: {message}",
             )
+        if code in AUTH_CODES:
+            return Failure("auth_failed", detail=f"{code}: {message}")
         if code in TRANSIENT_CODES:
             return Failure("rate_limited", detail=f"{code}: {message}")
         if 200 <= status < 300 and body_error(decoded):

@@ -8,6 +8,7 @@ import pytest
 
 from ladder.providers.timeparse import (
     UTC_PLUS_8,
+    find_time_in_text,
     next_utc_boundary,
     parse_duration_s,
     parse_time,
@@ -187,3 +188,30 @@ def test_it_finds_the_next_utc_calendar_boundary(
     period: str, now: datetime, expected: datetime | None
 ) -> None:
     assert next_utc_boundary(period, now=now) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "Weekly/Monthly Limit Exhausted. Your limit will reset at 2026-09-23 05:53:09",
+            "2026-09-22T21:53:09",
+        ),
+        (
+            "Usage limit reached for 5 hour. Your limit will reset at 2026-09-01 22:00:00",
+            "2026-09-01T14:00:00",
+        ),
+        ("Resets at 2026-09-01T22:00:00+08:00", "2026-09-01T14:00:00"),
+        ("reset at 2026/09/01 22:00 UTC+8", "2026-09-01T14:00:00"),
+        ("您已达到每周/每月使用上限，您的限额将在 2026-07-01T10:00:00.000Z 重置。", "2026-07-01T10:00:00"),
+        ("已达到 5 小时的使用上限，将于 2026-09-01 22:00:00 重置", "2026-09-01T14:00:00"),
+    ],
+)
+def test_it_finds_the_reset_written_in_a_message_in_any_wording(text: str, expected: str) -> None:
+    found = find_time_in_text(text, now=NOW, tz=UTC_PLUS_8)
+
+    assert found == datetime.fromisoformat(expected).replace(tzinfo=UTC)
+
+
+def test_it_finds_no_reset_in_a_message_without_a_time() -> None:
+    assert find_time_in_text("Weekly/Monthly Limit Exhausted", now=NOW) is None
