@@ -1,7 +1,10 @@
 """MiniMax Coding / Token Plan: ``coding_plan/remains`` per model; ``usage_count`` is the *remaining* count.
 
-Only text models (``MiniMax-M*``, ``coding-plan*``) gate chat routing, and their 5-hour and weekly
-limits are the plan's: one unscoped window each, the lowest over the text models.
+Only text-model entries gate chat routing, and their 5-hour and weekly limits are the plan's: one
+unscoped window each, the lowest over them. A text-model entry is any entry that does not name
+another modality: ``MiniMax-M2.5``, ``M2.7-highspeed``, ``coding-plan-*``, the Token Plan's shared
+``general`` bucket and entries without ``model_name`` all count; image, video, speech and music
+entries do not. Model names change with every release; the modalities do not.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from ladder.providers.values import (
 )
 
 USAGE_PATH = "/v1/api/openplatform/coding_plan/remains"
-TEXT_MODEL = re.compile(r"^(minimax-m|coding-plan)", re.IGNORECASE)
+OTHER_MODALITY = re.compile(
+    r"image|video|speech|audio|voice|tts|music|hailuo|t2v|i2v|s2v|vision", re.IGNORECASE
+)
 # (window, field prefix, reset field, relative-reset field): the interval is the 5-hour window.
 WINDOW_FIELDS = (
     ("5h", "current_interval", "end_time", "remains_time"),
@@ -58,7 +63,7 @@ def _window(name: str, entry: JsonDict, prefix: str, end: str, remains: str, now
 
 def parse_remains(body: object, now: datetime) -> Reading:
     entries = as_dicts(dig(body, "model_remains")) or as_dicts(dig(body, "data", "model_remains"))
-    text_models = [e for e in entries if TEXT_MODEL.match(as_str(e.get("model_name")) or "")]
+    text_models = [e for e in entries if not OTHER_MODALITY.search(as_str(e.get("model_name")) or "")]
     if not text_models:
         return Reading(now, (), "poll", verifiable=False, note="no text-model entry in model_remains")
     windows: list[Window] = []
