@@ -1,11 +1,20 @@
-"""Kimi For Coding: weekly usage and the 5-hour window of ``/coding/v1/usages`` (numbers as strings).
+"""Kimi For Coding: weekly usage and the 5-hour window of ``/coding/v1/usages`` (numbers as strings
+or numbers; the reset under ``resetTime``, ``resetAt`` or ``reset_at``).
 
-A 403 ``access_terminated_error`` is weekly exhaustion; the Anthropic-shaped billing-cycle 403
-carries no reset time. Kimi may send the same 403 for the 5-hour window, so a 403 re-reads usage.
+A 403 ``access_terminated_error`` means two different things, told apart by its message:
+
+| message | reading |
+| --- | --- |
+| a usage limit of the week ("weekly usage limit", "7-day", "seven-day") | ``quota_exhausted``, ``7d`` |
+| a billing cycle, or a window it does not name ("the current window ends") | ``quota_exhausted``, no window |
+| no quota wording ("only available for Coding Agents", "Access has been terminated.") | ``auth_failed`` |
+
+Kimi may send the quota 403 for the 5-hour window, so a quota 403 re-reads usage.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -32,19 +41,26 @@ from ladder.providers.values import (
 
 USAGE_PATH = "/coding/v1/usages"
 WEEKLY = "7d"
+RESET_KEYS = ("resetTime", "resetAt", "reset_at", "resets_at")
+_QUOTA_WORDS = re.compile(r"usage limit|quota|limit (?:has been )?reached|billing cycle", re.IGNORECASE)
+_WEEK_WORDS = re.compile(r"week|7-day|seven-day", re.IGNORECASE)
 UNIT_S = {"TIME_UNIT_SECOND": 1, "TIME_UNIT_MINUTE": 60, "TIME_UNIT_HOUR": 3600, "TIME_UNIT_DAY": 86400}
 
 
 def _counts_window(name: str, counts: object, now: datetime) -> Window | None:
-    """100 × remaining / limit (else (limit − used) / limit); None without a positive limit."""
+    """100 × remaining / limit, where what is used bounds what remains (``used`` past ``limit`` is
+    none left, whatever ``remaining`` says); None without a positive limit."""
     limit = as_float(dig(counts, "limit"))
     remaining = as_float(dig(counts, "remaining"))
     used = as_float(dig(counts, "used"))
-    if remaining is None and used is not None and limit is not None:
-        remaining = limit - used
-    if limit is None or limit <= 0 or remaining is None:
+    if limit is None or limit <= 0:
         return None
-    return Window(name, clamp_pct(100.0 * remaining / limit), parse_time(dig(counts, "resetTime"), now=now))
+    if used is not None:
+        remaining = limit - used if remaining is None else min(remaining, limit - used)
+    if remaining is None:
+        return None
+    reset_at = next((r for key in RESET_KEYS if (r := parse_time(dig(counts, key), now=now))), None)
+    return Window(name, clamp_pct(100.0 * remaining / limit), reset_at)
 
 
 def parse_usages(body: object, now: datetime) -> Reading:
@@ -81,12 +97,13 @@ class KimiCodingAdapter(BaseAdapter):
         self, status: int, headers: Mapping[str, str], body: object, now: datetime
     ) -> Failure:
         error_type, _, message = error_fields(decode_body(body))
-        lowered = message.lower()
-        if error_type == "access_terminated_error" or (status == 403 and "weekly" in lowered):
-            return Failure("quota_exhausted", window=WEEKLY, detail=message or error_type)
-        if status == 403 and "usage limit" in lowered:
-            # "…for this billing cycle…": which window and when it refills are not said.
-            return Failure("quota_exhausted", detail=message)
+        if status == 403 or error_type == "access_terminated_error":
+            if _QUOTA_WORDS.search(message):
+                # A billing cycle or "the current window" names no window; a usage re-read does.
+                window = WEEKLY if _WEEK_WORDS.search(message) else None
+                return Failure("quota_exhausted", window=window, detail=message)
+            if error_type == "access_terminated_error":
+                return Failure("auth_failed", detail=f"{error_type}: {message}")
         return classify_by_status(status, headers, now, detail=message or error_type)
 
     def wants_usage_recheck(self, status: int, failure: Failure) -> bool:

@@ -155,3 +155,12 @@ def test_it_classifies_a_403_without_a_usage_message_as_an_auth_failure() -> Non
     failure = adapter.classify_failure(403, {}, {"error": {"type": "invalid_authentication_error"}}, NOW)
 
     assert failure.classification == "auth_failed"
+
+
+def test_it_reads_used_past_the_limit_as_none_left(upstream: FakeUpstream, client: httpx.Client) -> None:
+    body = {"usage": {"limit": "100", "used": "120", "remaining": "20"}, "limits": []}
+
+    reading = fetch_body(upstream, client, body)
+
+    assert reading.verifiable
+    assert reading.windows[0].remaining_pct == 0.0
