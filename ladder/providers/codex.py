@@ -169,17 +169,23 @@ class CodexAdapter(BaseAdapter):
         error_type, _, message = error_fields(decoded)
         if error_type == "usage_limit_reached":
             spent = [w for w in _header_windows(lower_headers(headers), now) if w.remaining_pct <= 0]
-            resets_in = as_float(dig(decoded, "error", "resets_in_seconds"))
-            reset_at = parse_time(dig(decoded, "error", "resets_at"), now=now)
+            error = as_dict(dig(decoded, "error")) or as_dict(decoded) or {}
+            resets_in = as_float(error.get("resets_in_seconds"))
+            reset_at = parse_time(error.get("resets_at"), now=now)
+            if reset_at is not None and reset_at <= now:
+                reset_at = None  # already past: stale, the relative value is the live one
             if reset_at is None and resets_in is not None:
                 reset_at = now + timedelta(seconds=resets_in)
             if reset_at is None and spent:
                 reset_at = spent[0].reset_at
+            wait = header_retry_after_s(headers, now)
+            if wait is None and reset_at is not None:
+                wait = max(0.0, (reset_at - now).total_seconds())
             return Failure(
                 "quota_exhausted",
                 window=spent[0].name if spent else None,
                 reset_at=reset_at,
-                retry_after_s=header_retry_after_s(headers, now) or resets_in,
+                retry_after_s=wait,
                 detail=message or error_type,
             )
         return classify_by_status(status, headers, now, detail=message or error_type)
