@@ -52,31 +52,49 @@ def _overage(snapshot: dict[str, object]) -> Overage | None:
 
 
 def parse_user(body: object, now: datetime) -> Reading:
-    snapshots = as_dict(dig(body, "quota_snapshots"))
-    if snapshots is None:
-        return _parse_free_plan(body, now)
+    """Premium interactions when their snapshot is limited and readable; otherwise (missing,
+    unlimited or a placeholder) the limited chat quota, as CodexBar falls back. Unlimited only when
+    premium interactions are unlimited and no limited chat quota is left to read."""
+    snapshots = as_dict(dig(body, "quota_snapshots")) or {}
     premium = as_dict(snapshots.get("premium_interactions"))
-    if premium is None:
-        return Reading(now, (), "poll", verifiable=False, note="no premium_interactions quota snapshot")
-    overage = _overage(premium)
-    if as_bool(premium.get("unlimited")):
+    overage = _overage(premium) if premium is not None else None
+    problem = (
+        "no quota_snapshots and no free-plan quota"
+        if not snapshots
+        else "no premium_interactions quota snapshot"
+    )
+    if premium is not None and not as_bool(premium.get("unlimited")):
+        pct = _premium_pct(premium)
+        if not isinstance(pct, str):
+            return Reading(
+                now, (Window(WINDOW, pct, _reset_at(body, now)),), "poll", observed_overage=overage
+            )
+        problem = pct
+    windows = _limited_windows(body, snapshots, now)
+    if windows:
+        return Reading(now, tuple(windows), "poll", observed_overage=overage)
+    if premium is not None and as_bool(premium.get("unlimited")):
         return Reading(now, (), "poll", observed_overage=overage, note="premium interactions are unlimited")
-    pct = _premium_pct(premium)
-    if isinstance(pct, str):
-        return Reading(now, (), "poll", verifiable=False, observed_overage=overage, note=pct)
-    return Reading(now, (Window(WINDOW, pct, _reset_at(body, now)),), "poll", observed_overage=overage)
+    return Reading(now, (), "poll", verifiable=False, observed_overage=overage, note=problem)
 
 
-def _parse_free_plan(body: object, now: datetime) -> Reading:
-    """Copilot Free: remaining counts in ``limited_user_quotas`` over totals in ``monthly_quotas``."""
+def _limited_windows(body: object, snapshots: dict[str, object], now: datetime) -> list[Window]:
+    """``monthly-chat``: a limited chat snapshot first, else the chat count of ``limited_user_quotas``
+    over that of ``monthly_quotas`` (an unlimited chat snapshot does not hide those counts)."""
+    reset_at = _reset_at(body, now)
+    windows: dict[str, Window] = {}
+    for key in ("chat", "chat_messages"):
+        snapshot = as_dict(snapshots.get(key))
+        if snapshot is not None and not as_bool(snapshot.get("unlimited")):
+            pct = _premium_pct(snapshot)
+            if not isinstance(pct, str):
+                windows.setdefault("monthly-chat", Window("monthly-chat", pct, reset_at))
+    # Completions (code completion) never carry routed chat, so only the chat quota gates.
     remaining = as_float(dig(body, "limited_user_quotas", "chat"))
     total = as_float(dig(body, "monthly_quotas", "chat"))
-    if remaining is None or total is None or total <= 0:
-        return Reading(
-            now, (), "poll", verifiable=False, note="no quota_snapshots and no free-plan chat quota"
-        )
-    window = Window("monthly-chat", clamp_pct(100.0 * remaining / total), _reset_at(body, now))
-    return Reading(now, (window,), "poll")
+    if remaining is not None and total is not None and total > 0 and "monthly-chat" not in windows:
+        windows["monthly-chat"] = Window("monthly-chat", clamp_pct(100.0 * remaining / total), reset_at)
+    return list(windows.values())
 
 
 class CopilotAdapter(BaseAdapter):
