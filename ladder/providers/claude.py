@@ -32,8 +32,11 @@ from ladder.providers.values import (
 )
 
 USAGE_PATH = "/api/oauth/usage"
-# Model families whose scoped weekly caps we can name; other codename keys come and go, ignored.
+# Families named by the flat ``seven_day_<x>`` keys and the header claims, where other suffixes are
+# not models (``seven_day_oauth_apps``, ``seven_day_routines``). A ``weekly_scoped`` limit names its
+# model outright, so any family it names counts there (``Fable``): see ``_family_of_model``.
 MODEL_FAMILIES = ("opus", "sonnet", "haiku")
+_NOT_A_FAMILY = frozenset({"claude", "model", "models", "all", "only"})
 UNIFIED = "anthropic-ratelimit-unified-"
 _CLAIM_HEADER = re.compile(rf"^{UNIFIED}(?P<claim>.+)-(?P<field>utilization|reset|status)$")
 
@@ -45,6 +48,15 @@ def _scoped_window(family: str, remaining_pct: float, reset_at: datetime | None)
 def _family_of(text: str) -> str | None:
     lowered = text.lower()
     return next((family for family in MODEL_FAMILIES if family in lowered), None)
+
+
+def _family_of_model(label: str) -> str | None:
+    """The family of a model a limit names: a known family if it says one, else the first word that
+    is neither "claude" nor a version (``claude-fable-5`` and ``Fable`` → ``fable``)."""
+    known = _family_of(label)
+    if known is not None:
+        return known
+    return next((word for word in re.findall(r"[a-z]+", label.lower()) if word not in _NOT_A_FAMILY), None)
 
 
 def parse_usage(body: object, now: datetime) -> Reading:
@@ -84,7 +96,7 @@ def parse_usage(body: object, now: datetime) -> Reading:
             label = " ".join(
                 str(v) for v in (model.get("id"), model.get("display_name")) if isinstance(v, str)
             )
-            scoped = _family_of(label)
+            scoped = _family_of_model(label)
             if scoped is None:
                 problems.append(f"weekly_scoped limit for an unknown model {label!r} ignored")
             elif f"7d-{scoped}" not in windows:
