@@ -46,6 +46,15 @@ def globs_not_ending_with(suffix: str) -> tuple[str, ...]:
 
 
 PAID_MODELS = globs_not_ending_with(FREE_SUFFIX)
+# ``limit_reset`` → the usage field that counts that period's spend.
+_PERIOD_FIELDS = {
+    "daily": "daily",
+    "day": "daily",
+    "weekly": "weekly",
+    "week": "weekly",
+    "monthly": "monthly",
+    "month": "monthly",
+}
 
 
 def parse_key(body: object, now: datetime) -> Reading:
@@ -61,10 +70,15 @@ def parse_key(body: object, now: datetime) -> Reading:
         notes.append("no key cap")
     else:
         limit, remaining = as_float(data["limit"]), as_float(data.get("limit_remaining"))
+        period = as_str(data.get("limit_reset"))
+        if remaining is None and limit is not None:
+            # As CodexBar: the spend of the cap's period (usage_monthly for a monthly cap), else usage.
+            used = as_float(data.get(f"usage_{_PERIOD_FIELDS.get((period or '').lower(), '')}"))
+            used = used if used is not None else as_float(data.get("usage"))
+            remaining = None if used is None else limit - used
         if limit is None or limit <= 0 or remaining is None:
-            problems.append("key limit without a positive limit and a numeric limit_remaining")
+            problems.append("key limit without a positive limit and a numeric limit_remaining or usage")
         else:
-            period = as_str(data.get("limit_reset"))
             reset_at = next_utc_boundary(period, now=now) if period else None
             windows.append(Window(KEY_WINDOW, clamp_pct(100.0 * remaining / limit), reset_at, PAID_MODELS))
     free = data.get("free_model_daily_requests")

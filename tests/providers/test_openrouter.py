@@ -103,7 +103,11 @@ def test_it_leaves_free_models_unverified_without_the_free_counts(
 
 @pytest.mark.parametrize(
     "mutate",
-    [lambda b: b.pop("data"), lambda b: b["data"].pop("limit"), lambda b: b["data"].pop("limit_remaining")],
+    [
+        lambda b: b.pop("data"),
+        lambda b: b["data"].pop("limit"),
+        lambda b: [b["data"].pop(k) for k in ("limit_remaining", "usage", "usage_monthly")],
+    ],
 )
 def test_it_gives_an_unverifiable_reading_for_missing_fields(
     upstream: FakeUpstream, client: httpx.Client, mutate: Any
@@ -115,6 +119,19 @@ def test_it_gives_an_unverifiable_reading_for_missing_fields(
 
     assert not reading.verifiable
     assert reading.note
+
+
+def test_it_counts_the_cap_periods_spend_without_limit_remaining(
+    upstream: FakeUpstream, client: httpx.Client
+) -> None:
+    body = key_body()
+    del body["data"]["limit_remaining"]
+
+    reading = fetch_body(upstream, client, body)
+
+    assert reading.verifiable
+    # limit 20 minus usage_monthly 12.35 (not the lifetime usage 41.3), as limit_remaining says.
+    assert reading.windows[0].remaining_pct == pytest.approx(38.25)
 
 
 def test_it_takes_the_daily_reset_from_the_relayed_headers() -> None:
