@@ -76,8 +76,8 @@ def load(path: Path) -> dict[str, Any]:
 def test_it_has_cited_cases_of_many_kinds() -> None:
     kinds = {path.parent.name for path in CASES}
 
-    assert len(CASES) >= 30
-    assert len(kinds) >= 2
+    assert len(CASES) >= 60
+    assert len(kinds) >= 8
     for path in CASES:
         case = load(path)
         assert case["source"].strip(), path
