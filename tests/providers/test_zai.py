@@ -82,3 +82,13 @@ def test_it_reads_the_zone_less_reset_in_the_1308_message_as_utc_plus_8() -> Non
     failure = adapter.classify_failure(case["status"], case["headers"], case["body"], NOW)
 
     assert failure.reset_at == AT_14  # "2026-09-01 22:00:00" in UTC+8
+
+
+def test_it_reads_the_window_and_reset_of_a_chinese_1308() -> None:
+    # Wording reconstructed after the Chinese 1310 body; no captured Chinese 1308 was found.
+    message = "已达到 5 小时的使用上限。您的限额将在 2026-09-01 22:00:00 重置。"
+    body = {"error": {"code": "1308", "message": message}}
+
+    failure = adapter.classify_failure(429, {}, body, NOW)
+
+    assert (failure.classification, failure.window, failure.reset_at) == ("quota_exhausted", "5h", AT_14)
