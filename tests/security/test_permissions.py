@@ -24,7 +24,7 @@ from tests.views.factories import user_create
 
 pytestmark = pytest.mark.django_db
 
-DASHBOARD_WRITES = {"connection_refresh", "catalog_new", "catalog_entry"}
+DASHBOARD_WRITES = {"connection_refresh", "connection_reserve", "catalog_new", "catalog_entry"}
 PUBLIC_VIEWS = {"login", "logout"}  # anyone may log in or out
 CATALOG_FORM = {
     "billing": "metered",
