@@ -3,7 +3,7 @@
 One process, no database, no HTTP: `read_json_body` reads prepared requests (the RequestFactory's,
 built outside the clock) of a batch of usage events as a gateway sends it. Three contenders, in
 interleaved rounds (rotating their order): `without` (the duplicate check replaced by a no-op: the
-body read as before), `with` (ladder.api_duplicate_keys: the colon count, a second parse only when
+body read as before), `with` (ladder.gateway.duplicate_keys: the colon count, a second parse only when
 it may be needed) and `pairs_hook` (the textbook check, json's object_pairs_hook on every object,
 shown for comparison).
 
@@ -68,7 +68,7 @@ def main() -> int:
     django.setup()
     from django.test import RequestFactory
 
-    from ladder import api_errors
+    from ladder.gateway import decorators
 
     body = usage_batch(args.events)
     factory = RequestFactory()
@@ -85,10 +85,10 @@ def main() -> int:
         return real_loads(text, object_pairs_hook=_pairs_hook, **kwargs)
 
     contenders: dict[str, Callable[[], Any]] = {
-        "without": lambda: mock.patch.object(api_errors, "duplicate_key_path", return_value=None),
+        "without": lambda: mock.patch.object(decorators, "duplicate_key_path", return_value=None),
         "with": contextlib.nullcontext,
         "pairs_hook": lambda: mock.patch.multiple(
-            api_errors,
+            decorators,
             duplicate_key_path=mock.Mock(return_value=None),
             json=mock.Mock(loads=hooked_loads),
         ),
@@ -104,7 +104,7 @@ def main() -> int:
             with contenders[name]():
                 start = time.perf_counter()
                 for request in prepared:
-                    api_errors.read_json_body(request)
+                    decorators.read_json_body(request)
                 times[name].append((time.perf_counter() - start) / args.calls)
 
     print(f"body: {args.events} usage events, {len(body):,} bytes; {args.rounds} rounds of {args.calls}")

@@ -129,9 +129,9 @@ def main() -> int:
 
 
 def seed(count: int) -> list[str]:
-    from ladder.crypto import encrypt_credential
     from ladder.models import Connection
     from ladder.providers import ADAPTERS
+    from ladder.security.crypto import encrypt_credential
 
     rows = []
     for index in range(count):

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.core.exceptions import ImproperlyConfigured
 
-from ladder.crypto import credential_cipher
+from ladder.security.crypto import credential_cipher
 
 
 @register(Tags.security, deploy=True)

@@ -13,7 +13,6 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Lower, Trim
 
-from ladder.crypto import decrypt_credential, encrypt_credential
 from ladder.domain.billing import normalise_auth_type
 from ladder.domain.config import CONFIG_FIELDS, build_config, config_errors
 from ladder.domain.types import (
@@ -28,6 +27,7 @@ from ladder.domain.types import (
     Rung,
 )
 from ladder.domain.windows import POLL_INTERVAL_MAX_S
+from ladder.security.crypto import decrypt_credential, encrypt_credential
 
 BILLING_CHOICES = [(value, value) for value in BILLINGS]
 OVERAGE_CHOICES = [(value, value) for value in OVERAGES]
@@ -142,7 +142,7 @@ class Connection(models.Model):
     keyless = models.BooleanField(default=False)
     enabled = models.BooleanField(default=True)
     disabled_reason = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
-    # Fernet token (ladder.crypto); never shown back. Empty = no credential stored.
+    # Fernet token (ladder.security.crypto); never shown back. Empty = no credential stored.
     credential_ciphertext = models.TextField(blank=True, default="", editable=False)
     base_url = models.URLField(max_length=500, null=True, blank=True)  # noqa: DJ001
     overage_override = models.CharField(max_length=16, choices=OVERAGE_CHOICES, null=True, blank=True)  # noqa: DJ001

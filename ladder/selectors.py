@@ -31,7 +31,7 @@ from ladder.domain.types import (
     Window,
 )
 from ladder.domain.windows import effective_poll_interval_s
-from ladder.gcpause import paused_gc
+from ladder.offline.gcpause import paused_gc
 
 
 def snapshot_load(*, now: datetime | None = None) -> Snapshot:
@@ -39,7 +39,7 @@ def snapshot_load(*, now: datetime | None = None) -> Snapshot:
 
     Rows are read as values, not model instances: this runs after every write, over every connection."""
     now = now or timezone.now()
-    with paused_gc():  # a large acyclic graph (ladder.gcpause)
+    with paused_gc():  # a large acyclic graph (ladder.offline.gcpause)
         config = configuration_get().to_domain()
         readings = readings_latest()
         connections = tuple(

@@ -1,7 +1,8 @@
 from django.urls import path, re_path
 
-import ladder.views as dashboard
-from ladder import api, metrics
+import ladder.dashboard.views as dashboard
+from ladder import metrics
+from ladder.gateway import views as api
 
 app_name = "ladder"
 
@@ -25,7 +26,7 @@ urlpatterns = [
         "api/v1/connections/<str:connection_id>/failures", api.connection_failures, name="connection-failures"
     ),
     re_path(r"^api/(?P<rest>.*)$", api.not_found, name="api-not-found"),
-    # The htmx dashboard (ladder.views).
+    # The htmx dashboard (ladder.dashboard.views).
     path("", dashboard.overview, name="overview"),
     path("login/", dashboard.DashboardLoginView.as_view(), name="login"),
     path("logout/", dashboard.DashboardLogoutView.as_view(), name="logout"),

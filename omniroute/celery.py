@@ -15,7 +15,7 @@ app.autodiscover_tasks()
 @after_setup_task_logger.connect
 def redact_secrets(logger: Any, **kwargs: Any) -> None:
     """Celery replaces the root logger's handlers: its own get the filter that settings.LOGGING gives ours."""
-    from ladder.logredact import SecretRedactingFilter
+    from ladder.security.logredact import SecretRedactingFilter
 
     for handler in logger.handlers:
         handler.addFilter(SecretRedactingFilter())

@@ -147,7 +147,7 @@ MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 # How often the dashboard's overview and connection pages re-render their partial (at least 0.2 s).
 LADDER_DASHBOARD_POLL_S = float(os.getenv("LADDER_DASHBOARD_POLL_S", "5"))
 
-# Login throttling (ladder.login_throttle): failed logins counted per user name and per client
+# Login throttling (ladder.security.login_throttle): failed logins counted per user name and per client
 # address in the cache; past either limit within the window, attempts are refused (429) unchecked.
 LADDER_LOGIN_FAILURES_PER_USERNAME = envint("LADDER_LOGIN_FAILURES_PER_USERNAME", "5")
 LADDER_LOGIN_FAILURES_PER_ADDRESS = envint("LADDER_LOGIN_FAILURES_PER_ADDRESS", "20")
@@ -157,7 +157,7 @@ LADDER_LOGIN_WINDOW_S = envint("LADDER_LOGIN_WINDOW_S", "900")
 LADDER_TRUSTED_PROXY_HOPS = envint("LADDER_TRUSTED_PROXY_HOPS", "1" if LADDER_PRODUCTION else "0")
 
 INSTALLED_APPS = [
-    "ladder.admin_apps.LadderAdminConfig",  # django.contrib.admin; its login throttles failures
+    "ladder.security.admin_apps.LadderAdminConfig",  # django.contrib.admin; its login throttles failures
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -171,7 +171,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "ladder.csp.ContentSecurityPolicyMiddleware",
+    "ladder.security.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -265,7 +265,7 @@ LADDER_UPSTREAM_BASE_URL = os.getenv("LADDER_UPSTREAM_BASE_URL", "")
 LADDER_METRICS_TOKEN = os.getenv("LADDER_METRICS_TOKEN", "")
 LADDER_METRICS_ALLOWED_NETWORKS = envnetworks("LADDER_METRICS_ALLOWED_NETWORKS")
 
-# The gateway API (ladder.api): GET /v1/models asks for a resolve token too when this is on.
+# The gateway API (ladder.gateway.views): GET /v1/models asks for a resolve token too when this is on.
 LADDER_MODELS_REQUIRE_TOKEN = envbool("LADDER_MODELS_REQUIRE_TOKEN", "false")
 # How old /readyz lets the last beat tick be (0: ten fan-out periods, at least 60 s).
 LADDER_BEAT_MAX_AGE_S = float(os.getenv("LADDER_BEAT_MAX_AGE_S", "0"))
@@ -276,7 +276,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     # Secrets blanked in every line written, whoever logs it (response headers at DEBUG included).
-    "filters": {"redact_secrets": {"()": "ladder.logredact.SecretRedactingFilter"}},
+    "filters": {"redact_secrets": {"()": "ladder.security.logredact.SecretRedactingFilter"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_secrets"]}

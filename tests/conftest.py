@@ -106,7 +106,7 @@ def control(upstream: FakeUpstream) -> Iterator[FakeUpstreamControl]:
 
 @pytest.fixture
 def gc_collections() -> Iterator[list[int]]:
-    """The generation of every cyclic collection that runs while the test does (ladder.gcpause)."""
+    """The generation of every cyclic collection that runs while the test does (ladder.offline.gcpause)."""
     seen: list[int] = []
 
     def record(phase: str, info: dict[str, int]) -> None:

@@ -119,7 +119,8 @@ def test_it_takes_a_constant_number_of_queries(
 
 
 def test_no_cyclic_collection_runs_while_it_builds_the_snapshot(gc_collections: list[int]) -> None:
-    # 300 connections: thousands of rows and values, the collector would run several times (ladder.gcpause)
+    # 300 connections: thousands of rows and values, the collector would run several
+    # times (ladder.offline.gcpause)
     LadderConfiguration.load()
     make_connections(300, readings_each=1)
     gc.collect()  # nothing due when the load starts

@@ -3,7 +3,7 @@ from django.db import migrations
 
 def load_seed(apps, schema_editor):
     # The same loader as `manage.py ladder_load_catalog`, on the historical models.
-    from ladder.catalog_seed import catalog_seed_load
+    from ladder.services.catalog_seed import catalog_seed_load
 
     catalog_seed_load(registry=apps)
 

@@ -55,11 +55,11 @@ from django.db import DatabaseError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from ladder.crypto import CredentialDecryptionError
 from ladder.domain.cooldown import transient_backoff_s
 from ladder.domain.types import LadderConfig, Reading
 from ladder.models import Connection, FailureEvent
 from ladder.providers import DEFAULT_TIMEOUT, ConnectionRef, FetchError, ProviderAdapter, get_adapter
+from ladder.security.crypto import CredentialDecryptionError
 from ladder.services import hotstate
 from ladder.services.readings import ClaimLost, HotItem, configuration_load, reading_store
 from ladder.services.refresh_metrics import PollRecord, refresh_metrics_record

@@ -18,7 +18,7 @@ from ladder import tasks
 from ladder.fakeupstream import FakeUpstream
 from ladder.services.refresh import claim_deadline, connection_refresh, connections_claim
 from tests.browser.conftest import wait
-from tests.views.factories import (
+from tests.dashboard.factories import (
     PASSWORD,
     catalog_row,
     connection_create,

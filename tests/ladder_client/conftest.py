@@ -14,8 +14,8 @@ import httpx
 import pytest
 from django.db import connection
 
-from ladder import api
 from ladder import models as m
+from ladder.gateway import views as api
 from ladder.services import bump_state_version
 from ladder.services.tokens import gateway_token_create
 from ladder_client import LadderClient
@@ -123,7 +123,7 @@ def ladder(
     # database: every test starts from none, under a prefix of its own (removed with the run's).
     settings.LADDER_HOTSTATE_PREFIX = f"{TEST_HOTSTATE_PREFIX}:{uuid.uuid4().hex[:12]}"
     recorder = RefreshRecorder()
-    monkeypatch.setattr("ladder.api.refresh_request", recorder)
+    monkeypatch.setattr("ladder.gateway.views.refresh_request", recorder)
     monkeypatch.setattr("ladder.services.failures.refresh_request", recorder)
     # A flushed database starts its state version again: never serve another test's snapshot.
     api.snapshot_cache.clear()

@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from ladder import catalog_seed, selectors
+import ladder
+from ladder import selectors
 from ladder.models import BillingCatalogEntry, ModelCatalogEntry
+from ladder.services import catalog_seed
 
 pytestmark = pytest.mark.django_db
 
@@ -153,5 +155,5 @@ def test_it_ships_the_seed_inside_the_repository(shared_dir: Path) -> None:
     shipped: dict[str, Any] = json.loads(catalog_seed.MODELS_SEED_PATH.read_text())
     shared: dict[str, Any] = json.loads((shared_dir / "fixtures" / "models.json").read_text())
 
-    assert catalog_seed.SEED_DIR.is_relative_to(Path(catalog_seed.__file__).parent)
+    assert catalog_seed.SEED_DIR.is_relative_to(Path(ladder.__file__).parent)
     assert shipped["models"] == shared["models"]

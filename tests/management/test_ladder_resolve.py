@@ -17,7 +17,7 @@ from django.core.management.base import CommandError
 
 from ladder.domain import resolution_to_dict, resolve
 from ladder.management.commands.ladder_resolve import Command
-from ladder.statefile import parse_state
+from ladder.offline.statefile import parse_state
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -130,7 +130,8 @@ def many_connections(count: int) -> list[dict[str, Any]]:
 def test_no_cyclic_collection_runs_while_it_parses_and_resolves(
     tmp_path: Path, gc_collections: list[int]
 ) -> None:
-    # 1,000 connections allocate thousands of objects: the collector would run many times (ladder.gcpause)
+    # 1,000 connections allocate thousands of objects: the collector would run many times
+    # (ladder.offline.gcpause)
     path = write(tmp_path, state(connections=many_connections(1000)))
     out = StringIO()
     gc.collect()  # nothing due when the command starts

@@ -24,7 +24,7 @@ from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 
 # The API tests' in-process fixtures (a JSON client with a token, a frozen API clock, refresh
 # requests recorded instead of queued) for the clock-edge tests; the last two are autouse there.
-from tests.api.conftest import _fresh_snapshot_cache, clock, gateway, refreshes, token  # noqa: F401
+from tests.gateway.conftest import _fresh_snapshot_cache, clock, gateway, refreshes, token  # noqa: F401
 from tests.reliability.processes import (
     Database,
     Processes,

@@ -24,12 +24,12 @@ from django.utils import timezone
 from hypothesis import HealthCheck, settings
 from schemathesis.generation.modes import GenerationMode
 
-from ladder import api
 from ladder import models as m
+from ladder.gateway import views as api
 from ladder.services import bump_state_version
 from ladder.services.tokens import gateway_token_create
-from tests.api.conftest import RefreshRecorder
 from tests.conftest import examples
+from tests.gateway.conftest import RefreshRecorder
 
 pytestmark = pytest.mark.django_db
 
@@ -103,7 +103,7 @@ def in_test_transaction() -> Iterator[None]:
 def token(monkeypatch: pytest.MonkeyPatch, in_test_transaction: None) -> Iterator[str]:
     # Refreshes are recorded, not queued: the shared broker stays untouched.
     recorder = RefreshRecorder()
-    monkeypatch.setattr("ladder.api.refresh_request", recorder)
+    monkeypatch.setattr("ladder.gateway.views.refresh_request", recorder)
     monkeypatch.setattr("ladder.services.failures.refresh_request", recorder)
     api.snapshot_cache.clear()
     seed_state()

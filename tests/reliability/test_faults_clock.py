@@ -7,7 +7,7 @@
   its age clamps at 0, so it stays fresh for ``max_reading_age_s`` after its own time.
 - A usage event from the future: the same 300 s, to the microsecond.
 
-The API's clock is frozen (``ladder.api.current_time``); real time cannot land exactly on an edge.
+The API's clock is frozen (``ladder.gateway.views.current_time``); real time cannot land exactly on an edge.
 The fixtures ``gateway``, ``clock`` and ``refreshes`` are the API tests' (see conftest).
 """
 
@@ -21,7 +21,15 @@ import pytest
 from ladder import models as m
 from ladder.domain.timefmt import format_utc
 from ladder.services.refresh import connections_claim_due
-from tests.api.conftest import NOW, Api, Clock, RefreshRecorder, assert_error, assert_schema, make_connection
+from tests.gateway.conftest import (
+    NOW,
+    Api,
+    Clock,
+    RefreshRecorder,
+    assert_error,
+    assert_schema,
+    make_connection,
+)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 

@@ -30,17 +30,16 @@ from django.urls import reverse
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ladder import api
-from ladder.dashboard_selectors import Preview, preview_build
+from ladder.dashboard.view_models import Preview, preview_build
 from ladder.domain import Candidate, Resolution, resolution_to_dict, resolve
 from ladder.domain.billing import normalise_auth_type
 from ladder.domain.timefmt import format_utc, format_utc_or_none
 from ladder.domain.types import Connection, Empty, Exclusion, PoolEntry, Reading, Rung
 from ladder.domain.windows import FUTURE_TOLERANCE_S
-from ladder.imports import state_import
+from ladder.gateway import views as api
+from ladder.offline.statefile import parse_state, state_to_dict
+from ladder.services.imports import state_import
 from ladder.services.tokens import gateway_token_create
-from ladder.statefile import parse_state, state_to_dict
-from tests.api.conftest import RefreshRecorder
 from tests.conftest import examples
 from tests.domain.builders import NOW
 from tests.domain.test_properties import (
@@ -50,6 +49,7 @@ from tests.domain.test_properties import (
     holds_renders_json_and_is_deterministic,
     plan_cases,
 )
+from tests.gateway.conftest import RefreshRecorder
 
 pytestmark = pytest.mark.django_db
 
@@ -236,7 +236,7 @@ def frozen_now(monkeypatch: pytest.MonkeyPatch) -> datetime:
 @pytest.fixture
 def refreshes(monkeypatch: pytest.MonkeyPatch) -> RefreshRecorder:
     recorder = RefreshRecorder()
-    monkeypatch.setattr("ladder.api.refresh_request", recorder)
+    monkeypatch.setattr("ladder.gateway.views.refresh_request", recorder)
     return recorder
 
 

@@ -10,7 +10,7 @@ from cryptography.fernet import Fernet
 from django.core.management import CommandError, call_command
 
 from ladder import models as m
-from ladder.crypto import CredentialDecryptionError
+from ladder.security.crypto import CredentialDecryptionError
 
 pytestmark = pytest.mark.django_db
 

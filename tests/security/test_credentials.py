@@ -20,11 +20,11 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from ladder import api
 from ladder import models as m
-from ladder.crypto import CredentialDecryptionError
 from ladder.fakeupstream import FakeUpstream
-from ladder.logredact import SecretRedactingFilter
+from ladder.gateway import views as api
+from ladder.security.crypto import CredentialDecryptionError
+from ladder.security.logredact import SecretRedactingFilter
 from ladder.services.refresh import claim_deadline, connection_refresh, connections_claim
 from tests.security.pages import admin_pages, dashboard_pages
 from tests.security.rows import CREDENTIAL, CREDENTIAL_TAIL, Rows, rows_create
@@ -109,7 +109,9 @@ def test_it_renders_the_credential_on_no_dashboard_page(superuser_client: Client
 def test_no_api_answer_carries_the_credential(
     client: Client, rows: Rows, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("ladder.api.refresh_request", lambda *, connection_ids: list(connection_ids))
+    monkeypatch.setattr(
+        "ladder.gateway.views.refresh_request", lambda *, connection_ids: list(connection_ids)
+    )
     bearer = {"Authorization": f"Bearer {rows.token_value}"}
     answers = [
         client.get(reverse("ladder:connections"), headers=bearer),

@@ -15,8 +15,8 @@ from django.contrib.auth.models import User
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from ladder import login_throttle
-from tests.views.factories import PASSWORD
+from ladder.security import login_throttle
+from tests.dashboard.factories import PASSWORD
 
 pytestmark = pytest.mark.django_db
 
@@ -201,7 +201,7 @@ def test_with_redis_down_each_process_still_throttles(
 ) -> None:
     operator()
     operator("colleague")
-    with caplog.at_level(logging.WARNING, logger="ladder.login_throttle"):
+    with caplog.at_level(logging.WARNING, logger="ladder.security.login_throttle"):
         for _ in range(3):
             assert attempt(client, ADMIN, "operator", "wrong").status_code == 200
         refused = attempt(client, ADMIN, "operator", PASSWORD)

@@ -17,10 +17,10 @@ from django.utils import timezone
 
 from ladder import models as m
 from ladder import urls as ladder_urls
-from ladder.openapi import openapi_document
+from ladder.gateway.schema import openapi_document
 from ladder.services.tokens import gateway_token_create
+from tests.dashboard.factories import user_create
 from tests.security.rows import Rows, rows_create
-from tests.views.factories import user_create
 
 pytestmark = pytest.mark.django_db
 
@@ -45,7 +45,7 @@ def dashboard_patterns() -> list[URLPattern]:
         pattern
         for pattern in ladder_urls.urlpatterns
         if isinstance(pattern, URLPattern)
-        and pattern.callback.__module__ == "ladder.views"
+        and pattern.callback.__module__ == "ladder.dashboard.views"
         and pattern.name not in PUBLIC_VIEWS
     ]
 
@@ -199,7 +199,9 @@ BODIES: dict[str, dict[str, Any]] = {
 
 
 def test_every_api_write_needs_the_report_scope(client: Client, rows: Rows, monkeypatch: Any) -> None:
-    monkeypatch.setattr("ladder.api.refresh_request", lambda *, connection_ids: list(connection_ids))
+    monkeypatch.setattr(
+        "ladder.gateway.views.refresh_request", lambda *, connection_ids: list(connection_ids)
+    )
     monkeypatch.setattr(
         "ladder.services.failures.refresh_request", lambda *, connection_ids: list(connection_ids)
     )

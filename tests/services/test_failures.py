@@ -8,7 +8,7 @@ import pytest
 from ladder import models as m
 from ladder import selectors
 from ladder.services.failures import failure_record
-from tests.api.conftest import make_connection
+from tests.gateway.conftest import make_connection
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from ladder import models as m
 from ladder import selectors
 from ladder.domain.types import Rung
 from ladder.services.usage import UsageConflict, UsageInput, UsageInvalid, usage_record
-from tests.api.conftest import make_connection, set_config
+from tests.gateway.conftest import make_connection, set_config
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from ladder.crypto import CredentialDecryptionError, rotate_credential
 from ladder.models import Connection
+from ladder.security.crypto import CredentialDecryptionError, rotate_credential
 
 
 class Command(BaseCommand):

@@ -9,8 +9,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ladder.imports import state_import
-from ladder.statefile import StateError, load_json_text
+from ladder.offline.statefile import StateError, load_json_text
+from ladder.services.imports import state_import
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from ladder import services
-from ladder.catalog_seed import catalog_seed_load
+from ladder.services.catalog_seed import catalog_seed_load
 
 
 class Command(BaseCommand):

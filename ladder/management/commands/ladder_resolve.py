@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ladder.domain import AutoIdError, resolution_to_dict, resolve
-from ladder.gcpause import paused_gc
-from ladder.statefile import (
+from ladder.offline.gcpause import paused_gc
+from ladder.offline.statefile import (
     StateError,
     dump_json_text,
     load_json_text,
@@ -81,7 +81,7 @@ class Command(BaseCommand):
             raise StateError("", f"cannot read {path}: {exc.strerror}") from None
         except UnicodeDecodeError as exc:
             raise StateError("", f"{path} is not UTF-8 text (byte {exc.start})") from None
-        with paused_gc():  # the state is a large acyclic graph (ladder.gcpause)
+        with paused_gc():  # the state is a large acyclic graph (ladder.offline.gcpause)
             state = parse_state(load_json_text(text))
             now = parse_time(options["now"], "--now") if options["now"] is not None else state.now
             if now is None:

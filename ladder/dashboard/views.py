@@ -1,0 +1,317 @@
+"""The htmx dashboard. Each view serves its full page and, for htmx, the page's partial
+("page.html#partial"); every read is built by ladder.dashboard.view_models and every write goes
+through a service."""
+
+from __future__ import annotations
+
+from functools import wraps
+from typing import Any
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import LoginView, LogoutView
+from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
+
+from ladder.dashboard import view_models as ds
+from ladder.domain.types import BILLINGS, OVERAGES
+from ladder.models import BillingCatalogEntry, Connection, catalog_key_label
+from ladder.security.login_throttle import ThrottledAuthenticationForm, throttled_answer
+from ladder.services.catalog import EDITABLE_FIELDS, catalog_entry_create, catalog_entry_update
+from ladder.services.refresh import refresh_is_pending, refresh_request
+from ladder.services.state import RESERVE_MESSAGE, connection_reserve_set
+
+LOGIN_URL = "ladder:login"
+CHANGE_CATALOG = "ladder.change_billingcatalogentry"
+ADD_CATALOG = "ladder.add_billingcatalogentry"
+REFRESH_CONNECTION = "ladder.change_connection"
+
+
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+
+
+def poll_interval_ms() -> int:
+    """How often the overview and connection pages re-render their partial (LADDER_DASHBOARD_POLL_S)."""
+    return max(200, int(float(settings.LADDER_DASHBOARD_POLL_S) * 1000))
+
+
+def dashboard_login_required(view: Any) -> Any:
+    """login_required; an htmx request (a poll after the session ended) is sent to the login page whole
+    instead of swapping the login form into a fragment."""
+    guarded = login_required(login_url=LOGIN_URL)(view)
+
+    @wraps(view)
+    def wrapper(request: HtmxHttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        if request.htmx and not request.user.is_authenticated:
+            current = request.htmx.current_url_abs_path or request.get_full_path()
+            return HttpResponseClientRedirect(f"{reverse(LOGIN_URL)}?{urlencode({'next': current})}")
+        response: HttpResponseBase = guarded(request, *args, **kwargs)
+        return response
+
+    return wrapper
+
+
+def can_edit_catalog(request: HttpRequest) -> bool:
+    user = request.user
+    return bool(user.is_authenticated and user.is_staff and user.has_perm(CHANGE_CATALOG))
+
+
+def require_catalog_editor(request: HttpRequest, *, add: bool = False) -> None:
+    """Only staff with the change (and, to create, the add) permission edit the catalog."""
+    user = request.user
+    if not can_edit_catalog(request) or (add and not user.has_perm(ADD_CATALOG)):
+        raise PermissionDenied("Editing the billing catalog needs a staff login with the change permission.")
+
+
+class DashboardLoginView(LoginView):
+    template_name = "ladder/login.html"
+    redirect_authenticated_user = True
+    authentication_form = ThrottledAuthenticationForm
+
+    def form_invalid(self, form: Any) -> HttpResponse:
+        response = super().form_invalid(form)
+        throttled_answer(response, form)
+        return response
+
+    def get_default_redirect_url(self) -> str:
+        return reverse("ladder:overview")
+
+
+class DashboardLogoutView(LogoutView):
+    next_page = "ladder:login"
+
+
+# --- overview ---------------------------------------------------------------------------------
+
+
+@dashboard_login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def overview(request: HtmxHttpRequest) -> HttpResponse:
+    context = {"overview": ds.overview_build(now=timezone.now()), "poll_ms": poll_interval_ms()}
+    template = "ladder/overview.html#ladder" if request.htmx else "ladder/overview.html"
+    return render(request, template, context)
+
+
+# --- pool preview -----------------------------------------------------------------------------
+
+
+@dashboard_login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def pool_preview(request: HtmxHttpRequest) -> HttpResponse:
+    auto_id = (request.GET.get("model") or ds.PREVIEW_DEFAULT).strip()
+    preview = ds.preview_build(auto_id=auto_id, now=timezone.now())
+    template = "ladder/pool_preview.html#pool" if request.htmx else "ladder/pool_preview.html"
+    return render(request, template, {"preview": preview}, status=400 if preview.error else 200)
+
+
+# --- escalation log ---------------------------------------------------------------------------
+
+
+@dashboard_login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def escalations(request: HtmxHttpRequest) -> HttpResponse:
+    """The escalation log as a timeline, newest first (what GET /api/v1/escalations lists)."""
+    auto_id = (request.GET.get("model") or "").strip()
+    timeline = ds.timeline_build(now=timezone.now(), auto_id=auto_id)
+    context = {"timeline": timeline, "poll_ms": poll_interval_ms()}
+    template = "ladder/escalations.html#timeline" if request.htmx else "ladder/escalations.html"
+    return render(request, template, context, status=400 if timeline.error else 200)
+
+
+# --- connection page --------------------------------------------------------------------------
+
+
+@dashboard_login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def connection_detail(request: HtmxHttpRequest, connection_id: str) -> HttpResponse:
+    page = ds.connection_page_build(connection_id=connection_id, now=timezone.now())
+    if page is None:
+        raise Http404("No such connection.")
+    context = {
+        "page": page,
+        "can_refresh": request.user.has_perm(REFRESH_CONNECTION),
+        "refresh_pending": refresh_is_pending(connection_id=connection_id),
+        "poll_ms": poll_interval_ms(),
+    }
+    template = "ladder/connection.html#detail" if request.htmx else "ladder/connection.html"
+    return render(request, template, context)
+
+
+@dashboard_login_required
+@require_POST
+def connection_refresh_now(request: HtmxHttpRequest, connection_id: str) -> HttpResponseBase:
+    """Queue a refresh for a worker and answer at once (polling upstream here held the request for up
+    to 20 s); the page shows the refresh as pending until the worker has stored its outcome."""
+    if not (request.user.is_staff and request.user.has_perm(REFRESH_CONNECTION)):
+        raise PermissionDenied("Refreshing a connection needs a staff login with the change permission.")
+    page_url = reverse("ladder:connection_page", args=[connection_id])
+    if not Connection.objects.filter(pk=connection_id).exists():
+        raise Http404("No such connection.")
+    if refresh_request(connection_ids=[connection_id]):
+        messages.success(request, "Refresh requested: a worker polls this connection shortly.")
+    elif refresh_is_pending(connection_id=connection_id):
+        messages.info(request, "A refresh of this connection is already pending.")
+    else:
+        messages.warning(
+            request, "The refresh could not be requested (Redis is unavailable); it is polled when due."
+        )
+    if request.htmx:
+        return _detail_partial(request, connection_id)
+    return redirect(page_url)
+
+
+@dashboard_login_required
+@require_POST
+def connection_reserve(request: HtmxHttpRequest, connection_id: str) -> HttpResponseBase:
+    """Set or clear the quota this connection keeps for the operator's own use (DESIGN L6 Reserve)."""
+    if not (request.user.is_staff and request.user.has_perm(REFRESH_CONNECTION)):
+        raise PermissionDenied(
+            "Changing a connection's reserve needs a staff login with the change permission."
+        )
+    if not Connection.objects.filter(pk=connection_id).exists():
+        raise Http404("No such connection.")
+    text = request.POST.get("reserve_pct", "").strip().rstrip("%").strip()
+    try:
+        reserve = None if text == "" else float(text)
+        connection_reserve_set(connection_id=connection_id, reserve_pct=reserve)
+    except Connection.DoesNotExist:
+        raise Http404("No such connection.") from None  # deleted meanwhile
+    except ValueError:
+        messages.error(request, f"{RESERVE_MESSAGE}; got {text[:40]!r}.")
+    except ValidationError as exc:
+        messages.error(request, "; ".join(exc.messages))
+    else:
+        if reserve is None:
+            messages.success(request, "No reserve: the gateway may use this plan down to the exit cutoff.")
+        else:
+            messages.success(request, f"Reserve set: {reserve:g} % of every window is kept for your own use.")
+    if request.htmx:
+        return _detail_partial(request, connection_id)
+    return redirect(reverse("ladder:connection_page", args=[connection_id]))
+
+
+def _detail_partial(request: HtmxHttpRequest, connection_id: str) -> HttpResponse:
+    page = ds.connection_page_build(connection_id=connection_id, now=timezone.now())
+    context = {
+        "page": page,
+        "can_refresh": True,
+        "refresh_pending": refresh_is_pending(connection_id=connection_id),
+        "poll_ms": poll_interval_ms(),
+    }
+    return render(request, "ladder/connection.html#detail", context)
+
+
+# --- catalog curation -------------------------------------------------------------------------
+
+
+def _form_values(request: HttpRequest) -> dict[str, str]:
+    return {name: request.POST.get(name, "") for name in EDITABLE_FIELDS}
+
+
+def _errors(exc: ValidationError) -> dict[str, list[str]]:
+    if not hasattr(exc, "error_dict"):
+        return {"form": list(exc.messages)}
+    return {
+        ("form" if name == NON_FIELD_ERRORS else name): [m for e in errors for m in e.messages]
+        for name, errors in exc.error_dict.items()
+    }
+
+
+def _catalog_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
+    return {
+        "billings": BILLINGS,
+        "overages": OVERAGES,
+        "can_edit": can_edit_catalog(request),
+        "history": ds.catalog_history(),
+        **extra,
+    }
+
+
+@dashboard_login_required
+@require_GET
+def catalog(request: HtmxHttpRequest) -> HttpResponse:
+    page = ds.catalog_page_build(now=timezone.now())
+    return render(request, "ladder/catalog.html", _catalog_context(request, page=page))
+
+
+@dashboard_login_required
+@require_http_methods(["GET", "POST"])
+def catalog_entry_edit(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
+    require_catalog_editor(request)
+    entry = get_object_or_404(BillingCatalogEntry, pk=entry_id)
+    if request.method == "GET" and request.GET.get("cancel"):
+        return _entry_response(request, entry, editing=False)
+    if request.method == "GET":
+        values = {name: getattr(entry, name) or "" for name in EDITABLE_FIELDS}
+        return _entry_response(request, entry, editing=True, values=values)
+    values = _form_values(request)
+    try:
+        entry, changes = catalog_entry_update(
+            entry_id=entry.pk, values=values, user=request.user, now=timezone.now()
+        )
+    except ValidationError as exc:
+        entry.refresh_from_db()
+        return _entry_response(request, entry, editing=True, values=values, errors=_errors(exc), status=422)
+    if not request.htmx:
+        messages.success(request, f"{entry}: {len(changes)} field(s) changed.")
+        return redirect(f"{reverse('ladder:catalog')}#entry-{entry.pk}")
+    return _entry_response(request, entry, editing=False, saved=len(changes))
+
+
+def _entry_response(
+    request: HtmxHttpRequest,
+    entry: BillingCatalogEntry,
+    *,
+    editing: bool,
+    values: dict[str, Any] | None = None,
+    errors: dict[str, list[str]] | None = None,
+    saved: int | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    context = _catalog_context(
+        request,
+        entry=entry,
+        editing=editing,
+        values=values or {},
+        errors=errors or {},
+        saved=saved,
+        history_oob=saved is not None,
+    )
+    template = "ladder/catalog.html#entry" if request.htmx else "ladder/catalog_edit.html"
+    return render(request, template, context, status=status)
+
+
+@dashboard_login_required
+@require_POST
+def catalog_entry_new(request: HtmxHttpRequest) -> HttpResponse:
+    require_catalog_editor(request, add=True)
+    provider = request.POST.get("provider", "").strip()
+    auth_type = request.POST.get("auth_type", "").strip() or None
+    values = _form_values(request)
+    try:
+        entry, changes = catalog_entry_create(
+            provider=provider, auth_type=auth_type, values=values, user=request.user, now=timezone.now()
+        )
+    except ValidationError as exc:
+        kind = ds.UncuratedKind(provider, auth_type, catalog_key_label(provider, auth_type), ())
+        context = _catalog_context(request, kind=kind, values=values, errors=_errors(exc))
+        template = "ladder/catalog.html#new" if request.htmx else "ladder/catalog_edit.html"
+        return render(request, template, {**context, "creating": True}, status=422)
+    if not request.htmx:
+        messages.success(request, f"{entry}: curated.")
+        return redirect(f"{reverse('ladder:catalog')}#entry-{entry.pk}")
+    return _entry_response(request, entry, editing=False, saved=len(changes))
