@@ -31,7 +31,6 @@ from ladder.domain.types import (
     Window,
 )
 from ladder.domain.windows import effective_poll_interval_s
-from ladder.offline.gcpause import paused_gc
 
 
 def snapshot_load(*, now: datetime | None = None) -> Snapshot:
@@ -39,20 +38,19 @@ def snapshot_load(*, now: datetime | None = None) -> Snapshot:
 
     Rows are read as values, not model instances: this runs after every write, over every connection."""
     now = now or timezone.now()
-    with paused_gc():  # a large acyclic graph (ladder.offline.gcpause)
-        config = configuration_get().to_domain()
-        readings = readings_latest()
-        connections = tuple(
-            connection_from_values(values, readings.get(values[0]), config=config)
-            for values in m.Connection.objects.order_by("position", "id").values_list(*CONNECTION_FIELDS)
-        )
-        return Snapshot(
-            config=config,
-            billing_catalog=catalog_entries(),
-            models=model_entries(),
-            connections=connections,
-            spend_usd=spend_usd(period=config.budget_period, now=now),
-        )
+    config = configuration_get().to_domain()
+    readings = readings_latest()
+    connections = tuple(
+        connection_from_values(values, readings.get(values[0]), config=config)
+        for values in m.Connection.objects.order_by("position", "id").values_list(*CONNECTION_FIELDS)
+    )
+    return Snapshot(
+        config=config,
+        billing_catalog=catalog_entries(),
+        models=model_entries(),
+        connections=connections,
+        spend_usd=spend_usd(period=config.budget_period, now=now),
+    )
 
 
 def configuration_get() -> m.LadderConfiguration:

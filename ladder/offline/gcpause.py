@@ -8,7 +8,9 @@ holds ~90,000 tracked objects). On the offline resolver that was a quarter of a 
 average (an A/B run of 1,000-connection resolutions in one process).
 
 Pausing defers collection; it never loses any: the next allocation after the pause runs the collection
-that fell due. Nothing here is Django: the offline resolver and the snapshot loader share it.
+that fell due. Nothing here is Django. Only the one-shot offline command pauses (ladder_resolve, parsing
+and resolving a file or exporting the live state): never a web request, where the switch would hold
+for every thread of a gthread worker.
 """
 
 from __future__ import annotations

@@ -9,10 +9,8 @@ from typing import Any
 import pytest
 import redis
 
-from ladder import selectors
 from ladder.domain.types import Reading, Window
 from ladder.models import Connection, Heartbeat
-from ladder.selectors_hot import snapshot_load_hot
 from ladder.services import hotstate
 from ladder.services.readings import reading_record
 
@@ -131,17 +129,3 @@ def test_it_reads_the_last_beat_from_the_database_when_redis_is_down(redis_down:
 
     assert hotstate.last_beat_get() == NOW
     assert not hotstate.available()
-
-
-def test_it_loads_the_same_snapshot_from_redis_as_from_the_database(
-    hot: redis.Redis, django_capture_on_commit_callbacks: Any
-) -> None:
-    Connection.objects.create(id="c1", provider="claude", auth_type="oauth", position=1)
-    Connection.objects.create(id="c2", provider="codex", auth_type="oauth", position=0)
-    Connection.objects.create(id="c3", provider="codex", auth_type="oauth", position=2)
-    with django_capture_on_commit_callbacks(execute=True):
-        reading_record(connection_id="c1", reading=sample(1), now=NOW)
-        reading_record(connection_id="c2", reading=sample(50), now=NOW)
-    assert set(hotstate.readings_get(["c1", "c2", "c3"])) == {"c1", "c2"}
-
-    assert snapshot_load_hot(now=NOW) == selectors.snapshot_load(now=NOW)

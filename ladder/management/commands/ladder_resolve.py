@@ -99,7 +99,8 @@ class Command(BaseCommand):
             now = parse_time(options["now"], "--now") if options["now"] is not None else datetime.now(UTC)
         except StateError as exc:
             raise CommandError(one_line(str(exc)), returncode=2) from None
-        return state_to_dict(snapshot_load(now=now), now)
+        with paused_gc():  # the snapshot is a large acyclic graph (ladder.offline.gcpause)
+            return state_to_dict(snapshot_load(now=now), now)
 
     def _print(self, document: dict[str, Any], indent: int | None) -> None:
         self.stdout.write(dump_json_text(document, indent))
