@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | sha1sum | cut -c1-12)
 
-.PHONY: run test lint typecheck pytest acceptance check-deploy soak venv bench-domain bench-refresh bench-api bench-dashboard bench-body browsers clean
+.PHONY: run test lint lint-imports typecheck pytest acceptance check-deploy soak venv bench-domain bench-refresh bench-api bench-dashboard bench-body browsers clean
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,10 +25,14 @@ browsers:
 run: $(STAMP)
 	$(PY) manage.py ladder_run --port $(PORT)
 
-test: $(STAMP) browsers lint typecheck check-deploy pytest acceptance
+test: $(STAMP) browsers lint lint-imports typecheck check-deploy pytest acceptance
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+
+# Who may import whom (STYLE.md's import table), as import-linter contracts in pyproject.toml.
+lint-imports: $(STAMP)
+	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy .
