@@ -2,14 +2,15 @@
 
 Views only render what is built here. The overview and the pool preview call ``snapshot_load`` and
 ``resolve`` exactly as the API does, so the dashboard and the gateway never disagree. The overview
-costs the snapshot's queries whatever the number of connections.
+costs the snapshot's queries whatever the number of connections. The words they use are in
+``wording``, the connection page's chart in ``chart``.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import lru_cache
 from urllib.parse import quote, urlencode
 
@@ -19,11 +20,19 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from ladder import models as m
+from ladder.dashboard.chart import CHART_SPAN, Chart, chart_build
+from ladder.dashboard.wording import (
+    RUNG_TITLES,
+    duration_words,
+    pct_label,
+    reason_words,
+    rung_words,
+    until_words,
+)
 from ladder.domain import (
     AutoIdError,
     Candidate,
     Connection,
-    Reason,
     Resolution,
     Rung,
     Snapshot,
@@ -47,70 +56,7 @@ from ladder.selectors import (
     snapshot_load,
 )
 
-REASON_WORDS: dict[str, str] = {
-    Reason.UNKNOWN_CONNECTION: "the gateway named a connection the ladder does not know",
-    Reason.DISABLED: "the connection is disabled",
-    Reason.COOLING_DOWN: "the connection is cooling down after a failure",
-    Reason.KEYLESS_NOT_PLAN: "keyless connections never count as a plan",
-    Reason.UNCURATED_PROVIDER: "no billing catalog row: treated as metered until curated",
-    Reason.NOT_PLAN_BILLING: "billing is not a subscription plan",
-    Reason.OVERAGE_NOT_HARD_STOP: "may bill past its quota (overage is not hard-stop)",
-    Reason.RUNG_DISABLED: "this rung is disabled (budget $0)",
-    Reason.BUDGET_EXHAUSTED: "this rung's budget is spent for the period",
-    Reason.NO_READING: "no quota reading yet",
-    Reason.READING_UNVERIFIABLE: "the quota reading could not be verified",
-    Reason.WINDOW_RESET_PASSED: "a window has reset since the reading: it is of a past period",
-    Reason.READING_STALE: "the quota reading is too old",
-    Reason.QUOTA_EXHAUSTED: "quota exhausted (at or below the exit cutoff)",
-    Reason.RESERVE_REACHED: "held back: the connection's reserve is kept for the operator's own use",
-    Reason.BELOW_REENTRY_FLOOR: "latched: waiting to climb above the re-entry floor",
-}
-
-RUNG_TITLES: dict[Rung, str] = {
-    Rung.SUBSCRIPTION: "Subscription plans",
-    Rung.KEYLESS: "Keyless",
-    Rung.FREE: "Free models",
-    Rung.CHEAP: "Cheap models",
-    Rung.PREMIUM: "Premium models",
-}
-
 PREVIEW_DEFAULT = "auto/subscription"
-
-
-def reason_words(code: str, *, reserve_pct: float | None = None) -> str:
-    """Plain words for a reason code; a reserve is told with its size."""
-    if code == Reason.RESERVE_REACHED and reserve_pct is not None:
-        return f"held back: {pct_label(reserve_pct)} % kept for your own use"
-    return REASON_WORDS.get(code, code.replace("_", " "))
-
-
-def duration_words(seconds: float) -> str:
-    """A short human duration: 45s, 12m, 3h 05m, 2d 4h."""
-    total = int(max(0.0, seconds))
-    if total < 60:
-        return f"{total}s"
-    minutes, _ = divmod(total, 60)
-    if minutes < 60:
-        return f"{minutes}m"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours}h {minutes:02d}m"
-    days, hours = divmod(hours, 24)
-    return f"{days}d {hours}h"
-
-
-def pct_label(value: float) -> str:
-    """12.34 → "12.3", 60.0 → "60"."""
-    return f"{round(value, 1):g}"
-
-
-def until_words(moment: datetime | None, now: datetime) -> str:
-    if moment is None:
-        return "no reset time given"
-    delta = (moment - now).total_seconds()
-    if delta <= 0:
-        return f"passed {duration_words(-delta)} ago"
-    return f"in {duration_words(delta)}"
 
 
 @lru_cache(maxsize=1)
@@ -548,51 +494,6 @@ def preview_build(*, auto_id: str, now: datetime, candidates: list[Candidate] | 
 # ---------------------------------------------------------------------------------------------------
 # Connection page
 
-CHART_W = 720.0
-CHART_H = 200.0
-CHART_SPAN = timedelta(hours=24)
-CHART_COLOURS = ("c0", "c1", "c2", "c3", "c4", "c5")
-
-
-@dataclass(frozen=True)
-class ChartLine:
-    name: str
-    css: str
-    points: str
-    last_pct: float
-    last_x: float
-    last_y: float
-
-
-@dataclass(frozen=True)
-class ChartSpan:
-    x: float
-    width: float
-    label: str
-
-
-@dataclass(frozen=True)
-class ChartMark:
-    x: float
-    label: str
-
-
-@dataclass
-class Chart:
-    width: float
-    height: float
-    band_y: float
-    band_h: float
-    cutoff_y: float
-    floor_y: float
-    lines: list[ChartLine]
-    resets: list[ChartMark]
-    cooldowns: list[ChartSpan]
-    start: datetime
-    end: datetime
-    readings: int
-    ticks: list[ChartMark]
-
 
 @dataclass(frozen=True)
 class FailureRow:
@@ -627,74 +528,6 @@ class ConnectionPage:
     last_poll_error: str
     last_polled_at: datetime | None
     next_refresh_at: datetime | None
-
-
-def _x(moment: datetime, start: datetime) -> float:
-    fraction = (moment - start).total_seconds() / CHART_SPAN.total_seconds()
-    return round(min(1.0, max(0.0, fraction)) * CHART_W, 1)
-
-
-def _y(pct: float) -> float:
-    return round((100.0 - max(0.0, min(100.0, pct))) / 100.0 * CHART_H, 1)
-
-
-def chart_build(
-    readings: list[m.QuotaReading],
-    failures: list[m.FailureEvent],
-    cooldown_until: datetime | None,
-    limits: Thresholds,
-    now: datetime,
-) -> Chart:
-    start = now - CHART_SPAN
-    series: dict[str, list[tuple[float, float]]] = {}
-    resets: dict[datetime, str] = {}
-    for reading in readings:
-        x = _x(reading.fetched_at, start)
-        for window in reading.windows.all():
-            series.setdefault(window.name, []).append((x, window.remaining_pct))
-            if window.reset_at is not None and start <= window.reset_at <= now:
-                resets.setdefault(window.reset_at, window.name)
-    lines = [
-        ChartLine(
-            name,
-            CHART_COLOURS[i % len(CHART_COLOURS)],
-            " ".join(f"{x:g},{_y(pct):g}" for x, pct in points),
-            points[-1][1],
-            points[-1][0],
-            _y(points[-1][1]),
-        )
-        for i, (name, points) in enumerate(series.items())
-    ]
-    spans = [
-        (f.observed_at, f.cooldown_until)
-        for f in failures
-        if f.cooldown_until is not None and f.cooldown_until > start
-    ]
-    if cooldown_until is not None and cooldown_until > start:
-        spans.append((min(now, cooldown_until), cooldown_until))
-    cooldowns = []
-    for begin, end in spans:
-        x0, x1 = _x(max(begin, start), start), _x(min(end, now), start)
-        cooldowns.append(ChartSpan(x0, max(2.0, x1 - x0), f"cooldown until {end:%Y-%m-%d %H:%M:%S}Z"))
-    floor_y, cutoff_y = _y(limits.floor_pct), _y(limits.cutoff_pct)
-    ticks = [
-        ChartMark(_x(now - timedelta(hours=h), start), f"-{h}h" if h else "now") for h in (24, 18, 12, 6, 0)
-    ]
-    return Chart(
-        width=CHART_W,
-        height=CHART_H,
-        band_y=floor_y,
-        band_h=max(1.0, cutoff_y - floor_y),
-        cutoff_y=cutoff_y,
-        floor_y=floor_y,
-        lines=lines,
-        resets=[ChartMark(_x(at, start), f"{name} reset {at:%H:%M}Z") for at, name in sorted(resets.items())],
-        cooldowns=cooldowns,
-        start=start,
-        end=now,
-        readings=len(readings),
-        ticks=ticks,
-    )
 
 
 def connection_page_build(*, connection_id: str, now: datetime) -> ConnectionPage | None:
@@ -845,10 +678,6 @@ def timeline_url(auto_id: str = "") -> str:
     return f"{base}?{urlencode({'model': auto_id})}" if auto_id else base
 
 
-def _rung_words(rung: int | None) -> str:
-    return "empty pool" if rung is None else f"{rung} {Rung(rung).label}"
-
-
 def timeline_build(*, now: datetime, auto_id: str = "") -> Timeline:
     """The escalation log, newest first: each change of the rung an auto id's gateway resolutions start
     on. Two queries."""
@@ -868,8 +697,8 @@ def timeline_build(*, now: datetime, auto_id: str = "") -> Timeline:
             auto_id_url=preview_url(event.auto_id),
             kind=event.kind,
             kind_words=KIND_WORDS.get(event.kind, event.kind),
-            from_label=_rung_words(event.from_rung),
-            to_label=_rung_words(event.to_rung),
+            from_label=rung_words(event.from_rung),
+            to_label=rung_words(event.to_rung),
             from_index=event.from_rung,
             to_index=event.to_rung,
             why=event.why,
