@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any, cast
 
@@ -209,6 +209,20 @@ CONNECTION_FIELDS = (
     "min_poll_interval_s",
     "reserve_pct",
 )
+
+
+def connection_poll_floor(*, connection_id: str, now: datetime) -> tuple[datetime, float] | None:
+    """When the operator's minimum poll interval next allows a poll, and that interval, while it holds
+    polls back (DESIGN L5); None when a poll may happen now."""
+    row = (
+        m.Connection.objects.filter(pk=connection_id)
+        .values_list("last_polled_at", "min_poll_interval_s")
+        .first()
+    )
+    if row is None or row[0] is None or row[1] is None:
+        return None
+    allowed_at = row[0] + timedelta(seconds=row[1])
+    return (allowed_at, row[1]) if allowed_at > now else None
 
 
 def connection_from_values(

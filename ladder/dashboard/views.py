@@ -26,6 +26,7 @@ from ladder.dashboard import view_models as ds
 from ladder.domain.types import BILLINGS, OVERAGES
 from ladder.models import BillingCatalogEntry, Connection, catalog_key_label
 from ladder.security.login_throttle import ThrottledAuthenticationForm, throttled_answer
+from ladder.selectors import connection_poll_floor
 from ladder.services.catalog import EDITABLE_FIELDS, catalog_entry_create, catalog_entry_update
 from ladder.services.refresh import refresh_is_pending, refresh_request
 from ladder.services.state import RESERVE_MESSAGE, connection_reserve_set
@@ -161,7 +162,15 @@ def connection_refresh_now(request: HtmxHttpRequest, connection_id: str) -> Http
     page_url = reverse("ladder:connection_page", args=[connection_id])
     if not Connection.objects.filter(pk=connection_id).exists():
         raise Http404("No such connection.")
-    if refresh_request(connection_ids=[connection_id]):
+    floor = connection_poll_floor(connection_id=connection_id, now=timezone.now())
+    if floor is not None:
+        allowed_at, interval_s = floor
+        messages.info(
+            request,
+            f"Not polled yet: this connection is polled at most every {interval_s:g} s (its minimum poll "
+            f"interval); the next poll may come at {allowed_at:%H:%M:%S} UTC.",
+        )
+    elif refresh_request(connection_ids=[connection_id]):
         messages.success(request, "Refresh requested: a worker polls this connection shortly.")
     elif refresh_is_pending(connection_id=connection_id):
         messages.info(request, "A refresh of this connection is already pending.")

@@ -367,3 +367,19 @@ def test_it_refuses_a_reserve_by_a_viewer(viewer: Client) -> None:
     assert 'name="reserve_pct"' not in viewer.get(url()).content.decode()
     assert viewer.post(reserve_url(), {"reserve_pct": "20"}).status_code == 403
     assert m.Connection.objects.get(pk="plan-1").reserve_pct is None
+
+
+def test_it_says_when_the_minimum_poll_interval_holds_a_refresh_back(
+    client: Client, sent: list[list[str]], post_refresh: RefreshPost
+) -> None:
+    plan_setup()
+    polled = timezone.now() - timedelta(seconds=10)
+    m.Connection.objects.filter(pk="plan-1").update(min_poll_interval_s=300, last_polled_at=polled)
+    client.force_login(editor_create())
+
+    post_refresh(client)
+
+    assert sent == []
+    html = client.get(url()).content.decode()
+    assert "Not polled yet: this connection is polled at most every 300 s" in html
+    assert f"the next poll may come at {polled + timedelta(seconds=300):%H:%M:%S} UTC" in html
