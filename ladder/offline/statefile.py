@@ -88,6 +88,27 @@ class _Obj:
         return parse(self.value[key], _join(self.path, key))
 
 
+# The keys a state file may give, in STATE.md's order (the careful parser's "accepted:" lists them;
+# the fast path checks against the same keys as sets).
+WINDOW_KEYS = ("name", "remaining_pct", "reset_at", "scope_models", "latched")
+READING_KEYS = ("fetched_at", "source", "verifiable", "observed_overage", "windows")
+CONNECTION_KEYS = (
+    "id",
+    "provider",
+    "auth_type",
+    "keyless",
+    "enabled",
+    "disabled_reason",
+    "base_url",
+    "cooldown_until",
+    "overage_override",
+    "poll_interval_s",
+    "reserve_pct",
+    "models",
+    "quota",
+)
+
+
 def parse_time(value: Any, path: str) -> datetime:
     if not isinstance(value, str):
         raise StateError(path, "must be an ISO 8601 time with a zone, e.g. 2026-08-22T12:00:00Z")
@@ -250,7 +271,7 @@ def parse_model_entry(value: Any, path: str) -> ModelEntry:
 
 
 def parse_window(value: Any, path: str) -> Window:
-    obj = _Obj(value, path, ("name", "remaining_pct", "reset_at", "scope_models", "latched"))
+    obj = _Obj(value, path, WINDOW_KEYS)
     return Window(
         name=obj.need("name", parse_str),
         remaining_pct=obj.need("remaining_pct", parse_pct),
@@ -263,7 +284,7 @@ def parse_window(value: Any, path: str) -> Window:
 def parse_reading(value: Any, path: str) -> Reading | None:
     if value is None:
         return None
-    obj = _Obj(value, path, ("fetched_at", "source", "verifiable", "observed_overage", "windows"))
+    obj = _Obj(value, path, READING_KEYS)
     return Reading(
         fetched_at=obj.need("fetched_at", parse_time),
         source=obj.get("source", _choice(SOURCES, False), "poll"),
@@ -274,25 +295,7 @@ def parse_reading(value: Any, path: str) -> Reading | None:
 
 
 def parse_connection(value: Any, path: str) -> Connection:
-    obj = _Obj(
-        value,
-        path,
-        (
-            "id",
-            "provider",
-            "auth_type",
-            "keyless",
-            "enabled",
-            "disabled_reason",
-            "base_url",
-            "cooldown_until",
-            "overage_override",
-            "poll_interval_s",
-            "reserve_pct",
-            "models",
-            "quota",
-        ),
-    )
+    obj = _Obj(value, path, CONNECTION_KEYS)
     models = obj.get("models", lambda v, p: None if v is None else tuple(_list(parse_str)(v, p)), None)
     return Connection(
         id=obj.need("id", parse_connection_id),
@@ -315,25 +318,9 @@ class _Slow(Exception):
     """The fast path met something it does not accept; the careful parser gives the verdict."""
 
 
-_WINDOW_KEYS = frozenset(("name", "remaining_pct", "reset_at", "scope_models", "latched"))
-_READING_KEYS = frozenset(("fetched_at", "source", "verifiable", "observed_overage", "windows"))
-_CONNECTION_KEYS = frozenset(
-    (
-        "id",
-        "provider",
-        "auth_type",
-        "keyless",
-        "enabled",
-        "disabled_reason",
-        "base_url",
-        "cooldown_until",
-        "overage_override",
-        "poll_interval_s",
-        "reserve_pct",
-        "models",
-        "quota",
-    )
-)
+_WINDOW_KEYS = frozenset(WINDOW_KEYS)
+_READING_KEYS = frozenset(READING_KEYS)
+_CONNECTION_KEYS = frozenset(CONNECTION_KEYS)
 
 
 # Field values in field order (ladder.domain.types.slot_builder); the fast path's property tests compare
