@@ -152,16 +152,21 @@ def connection_detail(request: HtmxHttpRequest, connection_id: str) -> HttpRespo
     return render(request, template, context)
 
 
+def _connection_editable(request: HtmxHttpRequest, connection_id: str, action: str) -> None:
+    """The connection page's writes: a staff login with the change permission, a known connection."""
+    if not (request.user.is_staff and request.user.has_perm(REFRESH_CONNECTION)):
+        raise PermissionDenied(f"{action} needs a staff login with the change permission.")
+    if not Connection.objects.filter(pk=connection_id).exists():
+        raise Http404("No such connection.")
+
+
 @dashboard_login_required
 @require_POST
 def connection_refresh_now(request: HtmxHttpRequest, connection_id: str) -> HttpResponseBase:
     """Queue a refresh for a worker and answer at once (polling upstream here held the request for up
     to 20 s); the page shows the refresh as pending until the worker has stored its outcome."""
-    if not (request.user.is_staff and request.user.has_perm(REFRESH_CONNECTION)):
-        raise PermissionDenied("Refreshing a connection needs a staff login with the change permission.")
+    _connection_editable(request, connection_id, "Refreshing a connection")
     page_url = reverse("ladder:connection_page", args=[connection_id])
-    if not Connection.objects.filter(pk=connection_id).exists():
-        raise Http404("No such connection.")
     floor = connection_poll_floor(connection_id=connection_id, now=timezone.now())
     if floor is not None:
         allowed_at, interval_s = floor
@@ -187,12 +192,7 @@ def connection_refresh_now(request: HtmxHttpRequest, connection_id: str) -> Http
 @require_POST
 def connection_reserve(request: HtmxHttpRequest, connection_id: str) -> HttpResponseBase:
     """Set or clear the quota this connection keeps for the operator's own use (DESIGN L6 Reserve)."""
-    if not (request.user.is_staff and request.user.has_perm(REFRESH_CONNECTION)):
-        raise PermissionDenied(
-            "Changing a connection's reserve needs a staff login with the change permission."
-        )
-    if not Connection.objects.filter(pk=connection_id).exists():
-        raise Http404("No such connection.")
+    _connection_editable(request, connection_id, "Changing a connection's reserve")
     text = request.POST.get("reserve_pct", "").strip().rstrip("%").strip()
     try:
         reserve = None if text == "" else float(text)
