@@ -532,6 +532,9 @@ class FailureEvent(models.Model):
     classification = models.CharField(max_length=32, choices=FAILURE_CLASS_CHOICES)
     model = models.CharField(max_length=200, blank=True, default="")
     window = models.CharField(max_length=64, blank=True, default="")
+    # Every window a failure named as spent when it named more than one (the first is ``window``):
+    # [{"name", "reset_at" (ISO or null)}]; empty when it named one window or none.
+    windows = models.JSONField(default=list, blank=True)
     reset_at = models.DateTimeField(null=True, blank=True)
     cooldown_until = models.DateTimeField(null=True, blank=True)
     retry_after_s = models.FloatField(null=True, blank=True)

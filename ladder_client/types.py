@@ -335,6 +335,8 @@ class FailureOutcome:
     cooldown_until: datetime | None
     reset_at: datetime | None
     window: str | None
+    # Every window the failure latched (the first is ``window``); empty from a ladder older than it.
+    windows: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, document: Any) -> FailureOutcome:
@@ -344,6 +346,7 @@ class FailureOutcome:
             cooldown_until=f.time_or_none("cooldown_until"),
             reset_at=f.time_or_none("reset_at"),
             window=f.text_or_none("window"),
+            windows=f.texts("windows") if "windows" in f.document else (),
         )
 
 

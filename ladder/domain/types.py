@@ -333,6 +333,14 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
 
 
 @dataclass(frozen=True, slots=True)
+class SpentWindow:
+    """One window a failure names as spent, with its own reset when the failure says it."""
+
+    name: str
+    reset_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Failure:
     """A provider adapter's classification of an upstream error (DESIGN L6/L7)."""
 
@@ -344,3 +352,12 @@ class Failure:
     # Upstream Retry-After (or its equivalent) in seconds, when given.
     retry_after_s: float | None = None
     detail: str = ""
+    # Every window the failure names as spent when it names more than one (the first is ``window``);
+    # empty when it names one window or none (see ``spent_windows``).
+    windows: tuple[SpentWindow, ...] = ()
+
+    def spent_windows(self) -> tuple[SpentWindow, ...]:
+        """The windows this failure latches by name: ``windows``, else ``window`` with ``reset_at``."""
+        if self.windows:
+            return self.windows
+        return (SpentWindow(self.window, self.reset_at),) if self.window else ()

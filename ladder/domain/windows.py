@@ -1,13 +1,25 @@
-"""L4 per-model windows, L5 freshness and L6 hysteresis."""
+"""L4 per-model windows, L5 freshness, L6 hysteresis and L7's impossible resets."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from datetime import datetime
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
 from functools import lru_cache
 
-from ladder.domain.types import Connection, LadderConfig, Limits, Reading, Reason, Thresholds, Window
+from ladder.domain.types import (
+    Connection,
+    Failure,
+    LadderConfig,
+    Limits,
+    Reading,
+    Reason,
+    SpentWindow,
+    Thresholds,
+    Window,
+)
 
 # L5: services refuse readings (and reports) dated more than this far after their own clock.
 FUTURE_TOLERANCE_S = 300.0
@@ -123,47 +135,139 @@ def blocks_as_evidence(window: Window, reading_fresh: bool, now: datetime, limit
 def exhaust_windows(
     reading: Reading,
     *,
-    window: str | None,
+    spent: Sequence[SpentWindow],
     model: str | None,
     failure_reset_at: datetime | None,
     observed_at: datetime,
 ) -> tuple[tuple[Window, ...], datetime | None] | None:
-    """L6: a quota-exhaustion failure latches the window it names at 0 % (every window applying to the
-    model when it names none; one it names that the reading lacks is added, scoped to the model).
-    Returns the reading's windows so changed and the reset time the reading knew for the exhausted
-    ones (for the cooldown clamp), or None when no window applies."""
-    if window is not None:
-        named = [w for w in reading.windows if w.name == window]
-        if named:
-            targets = {id(w) for w in named}
-            reset_at = named[0].reset_at
-            extra: tuple[Window, ...] = ()
-        else:
-            # A window the reading did not carry: known to block this model at least.
-            targets, reset_at = set(), None
-            extra = (
-                Window(window, 0.0, failure_reset_at, scope_models=(model,) if model else (), latched=True),
-            )
-    else:
-        applicable = applicable_windows(reading, model) if model else reading.windows
-        if not applicable:
-            return None
-        targets = {id(w) for w in applicable}
-        # Which one is spent is unknown: the cooldown must not outlast any of their resets.
-        future = [w.reset_at for w in applicable if w.reset_at is not None and w.reset_at > observed_at]
-        reset_at = min(future) if future else None
-        extra = ()
-    # The failure's own reset is the freshest word on a window it names.
-    named_reset = failure_reset_at if window is not None else None
-    windows = (
-        tuple(
-            replace(
-                w, remaining_pct=0.0, latched=True, reset_at=named_reset or w.reset_at or failure_reset_at
-            )
-            if id(w) in targets
+    """L6: a quota-exhaustion failure latches every window it names at 0 % (every window applying to
+    the model when it names none; one it names that the reading lacks is added, scoped to the model).
+
+    Returns the reading's windows so changed and the reset that clamps the cooldown (L7): the latest
+    reset of the named windows (the failure's own word on a window first, else the reading's), or,
+    when none is named, the earliest future reset of the applicable ones (which one is spent is
+    unknown: the cooldown must not outlast any of their resets). None when no window applies."""
+    if spent:
+        named = {s.name: s for s in reversed(spent)}  # the first mention of a name wins
+        present = {w.name for w in reading.windows}
+        windows = tuple(
+            replace(w, remaining_pct=0.0, latched=True, reset_at=named[w.name].reset_at or w.reset_at)
+            if w.name in named
             else w
             for w in reading.windows
         )
-        + extra
+        # A window the reading did not carry: known to block this model at least.
+        scope = (model,) if model else ()
+        extra = tuple(
+            Window(s.name, 0.0, s.reset_at, scope_models=scope, latched=True)
+            for s in dict.fromkeys(named[name] for name in (s.name for s in spent))
+            if s.name not in present
+        )
+        changed = windows + extra
+        resets = [w.reset_at for w in changed if w.name in named and w.reset_at is not None]
+        return changed, max(resets) if resets else None
+    applicable = applicable_windows(reading, model) if model else reading.windows
+    if not applicable:
+        return None
+    targets = {id(w) for w in applicable}
+    future = [w.reset_at for w in applicable if w.reset_at is not None and w.reset_at > observed_at]
+    windows = tuple(
+        replace(w, remaining_pct=0.0, latched=True, reset_at=w.reset_at or failure_reset_at)
+        if id(w) in targets
+        else w
+        for w in reading.windows
     )
-    return windows, reset_at
+    return windows, min(future) if future else None
+
+
+# --- impossible resets (L7) ------------------------------------------------------------------
+
+# How long a window can last, by the words of its name (``monthly-premium``, ``requests-day``); a
+# calendar month lasts at most 31 days.
+_WORD_LENGTH_S: dict[str, float] = {
+    "minute": 60.0,
+    "minutes": 60.0,
+    "hour": 3600.0,
+    "hourly": 3600.0,
+    "day": 86_400.0,
+    "daily": 86_400.0,
+    "week": 7 * 86_400.0,
+    "weekly": 7 * 86_400.0,
+    "month": 31 * 86_400.0,
+    "monthly": 31 * 86_400.0,
+}
+_UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0, "w": 7 * 86_400.0}
+# A name that starts with a length: ``5h``, ``7d``, ``7d-opus``, ``30m`` (m = minutes, as adapters name them).
+_LENGTH_PREFIX = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])(?![a-z])")
+# A window of unknown length (a model's quota, a key's limit) is taken to last at most 31 days.
+UNKNOWN_WINDOW_LENGTH_S = 31 * 86_400.0
+
+
+@lru_cache(maxsize=4096)
+def window_max_length_s(name: str) -> float:
+    """The longest a window of this name can last: its length when the name starts with one (``5h``,
+    ``7d-opus``), else the period its words name (``monthly-chat``: 31 days), else 31 days."""
+    lowered = name.strip().lower()
+    prefix = _LENGTH_PREFIX.match(lowered)
+    if prefix is not None and float(prefix[1]) > 0:
+        return float(prefix[1]) * _UNIT_S[prefix[2]]
+    lengths = [_WORD_LENGTH_S[word] for word in re.findall(r"[a-z]+", lowered) if word in _WORD_LENGTH_S]
+    return max(lengths) if lengths else UNKNOWN_WINDOW_LENGTH_S
+
+
+def latest_possible_reset(name: str | None, now: datetime) -> datetime:
+    """The latest a window of this name (None: a window of unknown length) can reset, seen at ``now``."""
+    length_s = window_max_length_s(name) if name else UNKNOWN_WINDOW_LENGTH_S
+    return now + timedelta(seconds=length_s)
+
+
+def clamp_reset(name: str | None, reset_at: datetime | None, now: datetime) -> datetime | None:
+    """L7: a reset reported further ahead than the window can last is impossible (a 5 h window that
+    resets in 2199): it is clamped to ``now`` + the window's length. Other resets are kept."""
+    if reset_at is None:
+        return None
+    return min(reset_at, latest_possible_reset(name, now))
+
+
+@dataclass(frozen=True, slots=True)
+class ResetClamp:
+    """One impossible reset and what it was clamped to, for the log."""
+
+    window: str | None
+    reported: datetime
+    clamped: datetime
+
+
+def clamp_reading_resets(reading: Reading, now: datetime) -> tuple[Reading, tuple[ResetClamp, ...]]:
+    """The reading with every window's impossible reset clamped (``now``: when the resets were
+    reported, the reading's own time), and the clamps made."""
+    clamps: list[ResetClamp] = []
+    windows: list[Window] = []
+    for window in reading.windows:
+        clamped = clamp_reset(window.name, window.reset_at, now)
+        if clamped is not None and window.reset_at is not None and clamped != window.reset_at:
+            clamps.append(ResetClamp(window.name, window.reset_at, clamped))
+            window = replace(window, reset_at=clamped)
+        windows.append(window)
+    if not clamps:
+        return reading, ()
+    return replace(reading, windows=tuple(windows)), tuple(clamps)
+
+
+def clamp_failure_resets(failure: Failure, now: datetime) -> tuple[Failure, tuple[ResetClamp, ...]]:
+    """The failure with each impossible reset clamped: a named window's by that window's length, its
+    ``reset_at`` by the first window's (31 days when it names none). Returns the clamps made, each
+    window once (``reset_at`` is usually the first window's own reset)."""
+    clamps: dict[tuple[str | None, datetime], ResetClamp] = {}
+
+    def clamp(name: str | None, reset_at: datetime | None) -> datetime | None:
+        clamped = clamp_reset(name, reset_at, now)
+        if reset_at is not None and clamped is not None and clamped != reset_at:
+            clamps.setdefault((name, reset_at), ResetClamp(name, reset_at, clamped))
+        return clamped
+
+    windows = tuple(SpentWindow(w.name, clamp(w.name, w.reset_at)) for w in failure.windows)
+    reset_at = clamp(failure.window, failure.reset_at)
+    if not clamps:
+        return failure, ()
+    return replace(failure, reset_at=reset_at, windows=windows), tuple(clamps.values())

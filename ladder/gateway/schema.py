@@ -255,6 +255,7 @@ def _schemas() -> dict[str, Any]:
                 "cooldown_until": nullable(TIME),
                 "reset_at": nullable(TIME),
                 "window": {"type": ["string", "null"]},
+                "windows": {"type": "array", "items": {"type": "string"}},
             }
         ),
         "Connection": obj(

@@ -380,6 +380,7 @@ def connection_failures(request: HttpRequest, connection_id: str) -> JsonRespons
             "cooldown_until": format_utc_or_none(outcome.cooldown_until),
             "reset_at": format_utc_or_none(outcome.reset_at),
             "window": outcome.window,
+            "windows": list(outcome.windows),
         }
     )
 

@@ -18,7 +18,7 @@ from typing import ClassVar, Protocol
 
 import httpx
 
-from ladder.domain.types import Failure, Reading, Source
+from ladder.domain.types import Failure, Reading, Source, SpentWindow
 from ladder.providers.timeparse import cap_retry_after_s, parse_duration_s, retry_after_s
 from ladder.providers.values import lower_headers
 
@@ -280,13 +280,16 @@ def refine_with_reading(failure: Failure, reading: Reading) -> Failure:
         return failure
     spent = [w for w in reading.windows if w.remaining_pct <= 0]
     if spent:
-        binding = max(spent, key=lambda w: (w.reset_at is not None, w.reset_at or reading.fetched_at))
+        # The one resetting last binds and comes first; every spent window is named.
+        spent.sort(key=lambda w: (w.reset_at is None, -(w.reset_at or reading.fetched_at).timestamp()))
+        binding = spent[0]
         return Failure(
             "quota_exhausted",
             window=binding.name,
             reset_at=binding.reset_at,
             retry_after_s=failure.retry_after_s,
             detail=f"{failure.detail}; usage re-read: window {binding.name} spent".lstrip("; "),
+            windows=tuple(SpentWindow(w.name, w.reset_at) for w in spent) if len(spent) > 1 else (),
         )
     if failure.classification == "quota_exhausted" and failure.window and failure.reset_at is None:
         named = next((w for w in reading.windows if w.name == failure.window), None)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from ladder.domain.types import Failure, Overage, Reading, Window
+from ladder.domain.types import Failure, Overage, Reading, SpentWindow, Window
 from ladder.providers.base import (
     BaseAdapter,
     ConnectionRef,
@@ -216,14 +216,21 @@ class ClaudeOAuthAdapter(BaseAdapter):
         wait = header_retry_after_s(headers, now)
         if rejected and (status == 429 or unified_overage(headers) == "meters-to-paid"):
             # A 200 with a rejected window and overage in use is billed as extra usage: the plan is spent.
-            binding = max(rejected, key=lambda c: (c.reset_at is not None, c.reset_at or now))
+            # Every rejected window is spent; the one resetting last binds and comes first.
+            spent = sorted(rejected, key=lambda c: (c.reset_at is None, -(c.reset_at or now).timestamp()))
+            binding = spent[0]
             reset_at = binding.reset_at or parse_time(lower_headers(headers).get(f"{UNIFIED}reset"), now=now)
             spill = " (served as paid extra usage)" if status < 400 else ""
+            names = ", ".join(claim.claim for claim in spent)
             return Failure(
                 "quota_exhausted",
                 window=binding.window_name,
                 reset_at=reset_at,
                 retry_after_s=wait,
-                detail=f"unified window {binding.claim} rejected{spill}",
+                detail=f"unified window{'s' if len(spent) > 1 else ''} {names} rejected{spill}",
+                windows=(SpentWindow(binding.window_name, reset_at),)
+                + tuple(SpentWindow(c.window_name, c.reset_at) for c in spent[1:])
+                if len(spent) > 1
+                else (),
             )
         return classify_by_status(status, headers, now, detail=message or error_type)

@@ -25,10 +25,10 @@ from django.db import transaction
 from ladder import models as m
 from ladder import selectors
 from ladder.domain.cooldown import quota_cooldown_until, transient_cooldown_until
-from ladder.domain.types import Failure, FailureClass, Reading, Window
-from ladder.domain.windows import exhaust_windows
+from ladder.domain.types import Failure, FailureClass, Reading, SpentWindow, Window
+from ladder.domain.windows import clamp_failure_resets, exhaust_windows
 from ladder.providers.registry import get_adapter
-from ladder.services.readings import reading_record
+from ladder.services.readings import log_reset_clamps, reading_record
 from ladder.services.refresh import refresh_request
 from ladder.services.state import bump_state_version
 
@@ -47,6 +47,7 @@ class FailureOutcome:
     reset_at: datetime | None
     window: str | None
     event_id: int
+    windows: tuple[str, ...] = ()  # every window the failure latched (the first is ``window``)
 
 
 def failure_classify(
@@ -90,18 +91,26 @@ def failure_record(
     failure, recheck = failure_classify(
         connection, status=status, headers=headers, body=body, observed_at=observed_at
     )
+    failure, clamps = clamp_failure_resets(failure, observed_at)
+    log_reset_clamps(connection_id, clamps, source="failure")
+    spent = tuple(
+        dict.fromkeys(SpentWindow(w.name[:MAX_WINDOW_NAME], w.reset_at) for w in failure.spent_windows())
+    )
     with transaction.atomic():
         locked = m.Connection.objects.select_for_update().get(pk=connection_id)
-        window = failure.window[:MAX_WINDOW_NAME] if failure.window else None
+        window = spent[0].name if spent else None
         reset_at = failure.reset_at
         cooldown_until: datetime | None = None
         changed = False
+        latched: tuple[str, ...] = ()
         if failure.classification == "quota_exhausted":
             # The latest reading is read before anything changes: its resets are the evidence.
             latest = selectors.readings_latest(connection_ids=[connection_id]).get(connection_id)
-            exhausted, window_reset = _exhausted_reading(latest, window, model, reset_at, observed_at)
-            if reset_at is None:
-                reset_at = window_reset
+            exhausted, window_reset = _exhausted_reading(latest, spent, model, reset_at, observed_at)
+            if len(spent) > 1 or reset_at is None:
+                # Every named window is spent: the connection is back only when the last one resets.
+                reset_at = window_reset if window_reset is not None else reset_at
+            latched = tuple(w.name for w in spent)
             cooldown_until = quota_cooldown_until(
                 now=observed_at,
                 level=locked.backoff_level,
@@ -149,6 +158,7 @@ def failure_record(
             classification=failure.classification,
             model=(model or "")[:200],
             window=window or "",
+            windows=[_window_json(w) for w in spent] if len(spent) > 1 else [],
             reset_at=reset_at,
             cooldown_until=cooldown_until,
             retry_after_s=failure.retry_after_s,
@@ -166,7 +176,12 @@ def failure_record(
         reset_at=reset_at,
         window=window,
         event_id=event.pk,
+        windows=latched,
     )
+
+
+def _window_json(window: SpentWindow) -> dict[str, str | None]:
+    return {"name": window.name, "reset_at": window.reset_at.isoformat() if window.reset_at else None}
 
 
 def _request_refresh(connection_id: str) -> None:
@@ -178,23 +193,25 @@ def _request_refresh(connection_id: str) -> None:
 
 def _exhausted_reading(
     latest: Reading | None,
-    window: str | None,
+    spent: tuple[SpentWindow, ...],
     model: str | None,
     failure_reset_at: datetime | None,
     observed_at: datetime,
 ) -> tuple[Reading | None, datetime | None]:
     """The latest reading with the exhausted window(s) at 0 % and latched (None: nothing to latch),
-    and the reset time the reading knew for them (read before anything changed)."""
+    and the reset that clamps the cooldown (read before anything changed)."""
     if latest is None:
-        if window is None:
+        if not spent:
             return None, None
-        # No reading yet: the failure itself is the only evidence, about this one window.
-        spent = Window(window, 0.0, failure_reset_at, scope_models=(model,) if model else (), latched=True)
+        # No reading yet: the failure itself is the only evidence, about the windows it names.
+        scope = (model,) if model else ()
+        windows = tuple(Window(w.name, 0.0, w.reset_at, scope_models=scope, latched=True) for w in spent)
+        resets = [w.reset_at for w in spent if w.reset_at is not None]
         return Reading(
-            fetched_at=observed_at, windows=(spent,), source="error", note="from an upstream failure"
-        ), None
+            fetched_at=observed_at, windows=windows, source="error", note="from an upstream failure"
+        ), (max(resets) if resets else None)
     exhausted = exhaust_windows(
-        latest, window=window, model=model, failure_reset_at=failure_reset_at, observed_at=observed_at
+        latest, spent=spent, model=model, failure_reset_at=failure_reset_at, observed_at=observed_at
     )
     if exhausted is None:
         return None, None

@@ -8,6 +8,7 @@ is written after commit.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -18,9 +19,11 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from ladder.domain.types import SOURCES, LadderConfig, Reading, Thresholds
+from ladder.domain.types import SOURCES, LadderConfig, Reading, SpentWindow, Thresholds
 from ladder.domain.windows import (
     FUTURE_TOLERANCE_S,
+    ResetClamp,
+    clamp_reading_resets,
     effective_poll_interval_s,
     exhaust_windows,
     is_fresh,
@@ -41,6 +44,8 @@ WINDOW_NAME_MAX = 64
 STORED_OVERAGES = ("meters-to-paid", "hard-stop")
 
 HotItem = tuple[str, int, Reading]
+
+logger = logging.getLogger(__name__)
 
 
 class ClaimLost(Exception):
@@ -154,6 +159,9 @@ def reading_store(
     the caller runs it inside ``transaction.atomic()`` and, for the latest readings it stored, bumps
     the version once and writes ``hot`` (the items appended here) after commit. Batch writers use it."""
     reading_validate(reading, now)
+    # The resets are clamped as of the reading's own time: when the upstream said them (L7).
+    reading, clamps = clamp_reading_resets(reading, reading.fetched_at)
+    log_reset_clamps(connection_id, clamps, source=reading.source)
     row_values = (
         Connection.objects.filter(pk=connection_id)
         .values_list("reserve_pct", "min_poll_interval_s", "next_refresh_at", "last_polled_at")
@@ -184,12 +192,12 @@ def reading_store(
             connection_id=connection_id, classification="quota_exhausted", observed_at__gt=reading.fetched_at
         )
         .order_by("observed_at", "id")
-        .values_list("window", "model", "reset_at", "observed_at")
+        .values_list("window", "windows", "model", "reset_at", "observed_at")
     )
-    for window, model, failure_reset_at, observed_at in later_failures:
+    for window, named, model, failure_reset_at, observed_at in later_failures:
         exhausted = exhaust_windows(
             replace(reading, windows=windows),
-            window=window or None,
+            spent=stored_spent_windows(window, named, failure_reset_at),
             model=model or None,
             failure_reset_at=failure_reset_at,
             observed_at=observed_at,
@@ -249,6 +257,37 @@ def reading_store(
     if is_latest and hot is not None:
         hot.append((connection_id, row.id, stored))
     return StoredReading(row.id, connection_id, stored, is_latest, next_refresh_at)
+
+
+def log_reset_clamps(connection_id: str, clamps: tuple[ResetClamp, ...], *, source: str) -> None:
+    """An impossible reset (further ahead than its window can last) is an upstream fault worth a look."""
+    for clamp in clamps:
+        logger.warning(
+            "impossible reset clamped: connection=%s window=%s source=%s reported=%s clamped=%s",
+            connection_id,
+            clamp.window or "-",
+            source,
+            clamp.reported.isoformat(),
+            clamp.clamped.isoformat(),
+        )
+
+
+def stored_spent_windows(window: str, windows: object, reset_at: datetime | None) -> tuple[SpentWindow, ...]:
+    """The windows a stored failure event named as spent (its ``windows`` list, else its one window)."""
+    if isinstance(windows, list) and windows:
+        return tuple(
+            SpentWindow(str(item["name"]), _stored_time(item.get("reset_at")))
+            for item in windows
+            if isinstance(item, dict) and item.get("name")
+        )
+    return (SpentWindow(window, reset_at),) if window else ()
+
+
+def _stored_time(text: object) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
 
 
 def _previous_latches(reading_ids: list[int]) -> dict[str, bool]:

@@ -57,11 +57,12 @@ from django.utils import timezone
 
 from ladder.domain.cooldown import transient_backoff_s
 from ladder.domain.types import LadderConfig, Reading
+from ladder.domain.windows import clamp_failure_resets
 from ladder.models import Connection, FailureEvent
 from ladder.providers import DEFAULT_TIMEOUT, ConnectionRef, FetchError, ProviderAdapter, get_adapter
 from ladder.security.crypto import CredentialDecryptionError
 from ladder.services import hotstate
-from ladder.services.readings import ClaimLost, HotItem, configuration_load, reading_store
+from ladder.services.readings import ClaimLost, HotItem, configuration_load, log_reset_clamps, reading_store
 from ladder.services.refresh_metrics import PollRecord, refresh_metrics_record
 from ladder.services.state import bump_state_version
 
@@ -376,6 +377,9 @@ def _finish_failure(
     cid = job.connection_id
     error = outcome.error
     failure = error.failure if error is not None else None
+    if failure is not None:
+        failure, clamps = clamp_failure_resets(failure, outcome.fetched_at)
+        log_reset_clamps(cid, clamps, source="poll")
     status = error.status if error is not None else None
     retry_after = failure.retry_after_s if failure is not None else None
     retry_after = min(retry_after, RETRY_AFTER_CAP_S) if retry_after is not None and retry_after > 0 else 0.0

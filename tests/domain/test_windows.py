@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from ladder.domain import (
@@ -13,13 +15,20 @@ from ladder.domain import (
     next_latch,
     scope_matches,
 )
+from ladder.domain.types import Failure, SpentWindow
 from ladder.domain.windows import (
+    ResetClamp,
     blocks_as_evidence,
+    clamp_failure_resets,
+    clamp_reading_resets,
+    clamp_reset,
+    exhaust_windows,
     is_exhausted,
     is_too_old,
     needs_refresh,
     reading_age_s,
     reset_passed,
+    window_max_length_s,
 )
 from tests.domain.builders import NOW, earlier, later, reading, win
 
@@ -230,3 +239,86 @@ def test_it_decides_what_is_evidence_under_thrifty(
     window: Window, reading_fresh: bool, evidence: bool
 ) -> None:
     assert blocks_as_evidence(window, reading_fresh, NOW, DEFAULT) is evidence
+
+
+# --- L7: impossible resets -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "hours"),
+    [
+        ("5h", 5),
+        ("7d", 168),
+        ("7d-opus", 168),
+        ("30m", 0.5),
+        ("monthly-premium", 744),
+        ("tokens-month", 744),
+        ("requests-day", 24),
+        ("daily-requests", 24),
+        ("requests-minute", 1 / 60),
+        ("key-limit", 744),
+        ("gemini-2.5-pro", 744),
+    ],
+)
+def test_it_knows_how_long_a_window_can_last_from_its_name(name: str, hours: float) -> None:
+    assert window_max_length_s(name) == pytest.approx(hours * 3600)
+
+
+def test_it_clamps_a_reset_further_ahead_than_the_window_can_last() -> None:
+    in_2199 = datetime(2199, 1, 1, tzinfo=UTC)
+
+    assert clamp_reset("5h", in_2199, NOW) == NOW + timedelta(hours=5)
+    assert clamp_reset("7d-sonnet", in_2199, NOW) == NOW + timedelta(days=7)
+    assert clamp_reset(None, in_2199, NOW) == NOW + timedelta(days=31)
+    assert clamp_reset("5h", NOW + timedelta(hours=5), NOW) == NOW + timedelta(hours=5)
+    assert clamp_reset("5h", NOW - timedelta(hours=1), NOW) == NOW - timedelta(hours=1)
+    assert clamp_reset("5h", None, NOW) is None
+
+
+def test_it_reports_each_clamp_of_a_reading_and_of_a_failure() -> None:
+    in_2199 = datetime(2199, 1, 1, tzinfo=UTC)
+    fine = NOW + timedelta(hours=1)
+    clamped, clamps = clamp_reading_resets(
+        reading(win(50, name="5h", reset=in_2199), win(60, name="7d", reset=fine)), NOW
+    )
+
+    assert [w.reset_at for w in clamped.windows] == [NOW + timedelta(hours=5), fine]
+    assert clamps == (ResetClamp("5h", in_2199, NOW + timedelta(hours=5)),)
+
+    failure = Failure(
+        "quota_exhausted",
+        window="7d",
+        reset_at=in_2199,
+        windows=(SpentWindow("7d", in_2199), SpentWindow("5h", fine)),
+    )
+    clamped_failure, failure_clamps = clamp_failure_resets(failure, NOW)
+    assert clamped_failure.reset_at == NOW + timedelta(days=7)
+    assert clamped_failure.windows == (SpentWindow("7d", NOW + timedelta(days=7)), SpentWindow("5h", fine))
+    assert failure_clamps == (ResetClamp("7d", in_2199, NOW + timedelta(days=7)),)
+    assert clamp_failure_resets(Failure("rate_limited"), NOW) == (Failure("rate_limited"), ())
+
+
+def test_it_latches_every_window_a_failure_names() -> None:
+    in_5d = NOW + timedelta(days=5)
+    before = reading(win(40, name="5h", reset=later(3600)), win(70, name="7d", reset=later(86400)))
+
+    result = exhaust_windows(
+        before,
+        spent=(SpentWindow("7d-opus", in_5d), SpentWindow("5h", None)),
+        model="claude-opus-4-1",
+        failure_reset_at=in_5d,
+        observed_at=NOW,
+    )
+
+    assert result is not None
+    windows, reset_at = result
+    by_name = {w.name: w for w in windows}
+    assert (by_name["5h"].remaining_pct, by_name["5h"].latched, by_name["5h"].reset_at) == (
+        0.0,
+        True,
+        later(3600),
+    )
+    assert (by_name["7d"].remaining_pct, by_name["7d"].latched) == (70, False)
+    assert by_name["7d-opus"].scope_models == ("claude-opus-4-1",)
+    assert (by_name["7d-opus"].remaining_pct, by_name["7d-opus"].reset_at) == (0.0, in_5d)
+    assert reset_at == in_5d  # the last of their resets

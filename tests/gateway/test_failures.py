@@ -49,6 +49,7 @@ def test_it_ends_a_seven_day_backoff_at_a_reset_two_hours_away(
         "cooldown_until": "2026-09-15T14:00:00Z",
         "reset_at": "2026-09-15T14:00:00Z",
         "window": "5h",
+        "windows": ["5h"],
     }
 
 
@@ -89,6 +90,7 @@ def test_it_classifies_a_transient_429_as_a_rate_limit(gateway: Api, clock: Cloc
         "cooldown_until": format_utc(NOW + timedelta(seconds=7)),
         "reset_at": None,
         "window": None,
+        "windows": [],
     }
 
 
@@ -230,3 +232,29 @@ def test_it_refuses_a_duplicate_key_and_records_nothing(
     assert not m.FailureEvent.objects.exists()
     connection = m.Connection.objects.get(pk="c1")
     assert (connection.enabled, connection.cooldown_until, connection.backoff_level) == (True, None, 0)
+
+
+def test_it_lists_every_window_latched_and_cools_down_until_the_last_reset(
+    gateway: Api, clock: Clock, c1: m.Connection
+) -> None:
+    m.Connection.objects.filter(pk="c1").update(backoff_level=20)
+    in_3d = NOW + timedelta(days=3)
+    headers = {
+        f"{U}5h-status": "rejected",
+        f"{U}7d_sonnet-status": "rejected",
+        f"{U}7d_sonnet-reset": str(int(in_3d.timestamp())),
+    }
+
+    body = fail(gateway, {"status": 429, "headers": headers, "model": "claude-sonnet-4-5"})
+
+    assert (body["window"], body["windows"]) == ("7d-sonnet", ["7d-sonnet", "5h"])
+    assert body["reset_at"] == body["cooldown_until"] == format_utc(in_3d)
+
+
+def test_it_clamps_a_five_hour_reset_reported_in_2199(gateway: Api, clock: Clock, c1: m.Connection) -> None:
+    m.Connection.objects.filter(pk="c1").update(backoff_level=20)
+    headers = {f"{U}5h-status": "rejected", f"{U}5h-reset": "7239628800"}  # 2199-06-01
+
+    body = fail(gateway, {"status": 429, "headers": headers})
+
+    assert body["reset_at"] == body["cooldown_until"] == format_utc(NOW + timedelta(hours=5))

@@ -213,6 +213,24 @@ def test_it_names_the_latest_reset_when_several_windows_are_rejected() -> None:
     assert failure.window == "7d"
 
 
+def test_it_names_every_rejected_window_the_one_resetting_last_first() -> None:
+    headers = {
+        "anthropic-ratelimit-unified-5h-status": "rejected",
+        "anthropic-ratelimit-unified-5h-reset": "1788271200",
+        "anthropic-ratelimit-unified-7d_sonnet-status": "rejected",
+        "anthropic-ratelimit-unified-7d_sonnet-reset": "1788598800",
+        "anthropic-ratelimit-unified-7d-status": "allowed",
+    }
+
+    failure = adapter.classify_failure(429, headers, None, NOW)
+
+    assert [(w.name, int(w.reset_at.timestamp())) for w in failure.windows if w.reset_at] == [
+        ("7d-sonnet", 1788598800),
+        ("5h", 1788271200),
+    ]
+    assert (failure.window, failure.reset_at) == ("7d-sonnet", failure.windows[0].reset_at)
+
+
 def test_it_has_no_reading_for_headers_without_unified_fields() -> None:
     assert (
         adapter.read_headers(

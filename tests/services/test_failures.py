@@ -7,7 +7,9 @@ import pytest
 
 from ladder import models as m
 from ladder import selectors
+from ladder.domain.types import Reading, Window
 from ladder.services.failures import failure_record
+from ladder.services.readings import reading_record
 from tests.gateway.conftest import make_connection
 
 pytestmark = pytest.mark.django_db
@@ -288,3 +290,58 @@ def test_it_copies_the_latest_readings_overage_into_the_error_reading() -> None:
     assert latest.source == "error"
     assert latest.observed_overage == "meters-to-paid"
     assert set(latest_windows()) == {"5h", "7d", "7d-opus"}
+
+
+def test_it_latches_every_rejected_window_and_cools_down_until_the_last_reset() -> None:
+    claude(backoff_level=20)
+    in_5d = NOW + timedelta(days=5)
+
+    outcome = record(headers={**rejected("5h", IN_2H), **rejected("7d-opus", in_5d)}, model="claude-opus-4-1")
+
+    assert (outcome.window, outcome.windows) == ("7d-opus", ("7d-opus", "5h"))
+    assert outcome.reset_at == in_5d
+    assert outcome.cooldown_until == in_5d
+    windows = latest_windows()
+    assert windows["5h"] == (0.0, True, IN_2H)
+    assert windows["7d-opus"] == (0.0, True, in_5d)
+    assert windows["7d"][:2] == (70.0, False)
+    event = m.FailureEvent.objects.get()
+    assert event.windows == [
+        {"name": "7d-opus", "reset_at": in_5d.isoformat()},
+        {"name": "5h", "reset_at": IN_2H.isoformat()},
+    ]
+
+
+def test_it_keeps_every_window_a_failure_named_spent_when_older_headers_arrive_late() -> None:
+    claude()
+    in_5d = NOW + timedelta(days=5)
+    record(headers={**rejected("5h", IN_2H), **rejected("7d-opus", in_5d)}, model="claude-opus-4-1")
+
+    late = Reading(
+        NOW - timedelta(seconds=30),
+        (Window("5h", 30.0, IN_2H), Window("7d-opus", 20.0, in_5d, scope_models=("*opus*",))),
+        "headers",
+    )
+    stored = reading_record(connection_id="c1", reading=late, now=NOW)
+
+    assert {w.name: (w.remaining_pct, w.latched) for w in stored.reading.windows} == {
+        "5h": (0.0, True),
+        "7d-opus": (0.0, True),
+    }
+
+
+def test_it_does_not_believe_a_five_hour_window_resetting_in_2199(caplog: pytest.LogCaptureFixture) -> None:
+    claude(reading=False, backoff_level=20)
+    in_2199 = datetime(2199, 1, 1, tzinfo=UTC)
+
+    with caplog.at_level("WARNING", logger="ladder.services.readings"):
+        outcome = record(headers=rejected("5h", in_2199))
+
+    five_hours = NOW + timedelta(hours=5)
+    assert (outcome.reset_at, outcome.cooldown_until) == (five_hours, five_hours)
+    assert latest_windows()["5h"] == (0.0, True, five_hours)
+    assert m.FailureEvent.objects.get().reset_at == five_hours
+    [message] = [r.getMessage() for r in caplog.records if "impossible reset" in r.getMessage()]
+    assert "connection=c1 window=5h" in message
+    assert f"reported={in_2199.isoformat()}" in message
+    assert f"clamped={five_hours.isoformat()}" in message

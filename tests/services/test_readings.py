@@ -315,3 +315,27 @@ def test_it_purges_old_readings_but_keeps_each_connections_latest(connection: Co
     assert set(QuotaReading.objects.values_list("id", flat=True)) == {recent.id, only_c2.id}
     assert set(QuotaWindow.objects.values_list("reading_id", flat=True)) == {recent.id, only_c2.id}
     assert FailureEvent.objects.count() == 1
+
+
+def test_it_clamps_an_impossible_reset_of_a_header_reading_and_logs_it(
+    connection: Connection, caplog: pytest.LogCaptureFixture
+) -> None:
+    in_2199 = datetime(2199, 1, 1, tzinfo=UTC)
+    headers = Reading(
+        NOW - timedelta(seconds=10),
+        (Window("5h", 50.0, in_2199), Window("7d", 60.0, NOW + timedelta(days=2))),
+        "headers",
+    )
+
+    with caplog.at_level("WARNING", logger="ladder.services.readings"):
+        stored = reading_record(connection_id="c1", reading=headers, now=NOW)
+
+    five_hours = NOW - timedelta(seconds=10) + timedelta(hours=5)
+    assert {w.name: w.reset_at for w in stored.reading.windows} == {
+        "5h": five_hours,
+        "7d": NOW + timedelta(days=2),
+    }
+    assert QuotaWindow.objects.get(name="5h").reset_at == five_hours
+    [message] = [r.getMessage() for r in caplog.records if "impossible reset" in r.getMessage()]
+    assert "connection=c1 window=5h source=headers" in message
+    assert f"reported={in_2199.isoformat()} clamped={five_hours.isoformat()}" in message
