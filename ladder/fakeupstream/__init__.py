@@ -65,7 +65,9 @@ Control API (JSON in, JSON out)
         pin the remaining percent (and reset).
     ``error``  ``case`` (required), ``times`` = null (until cleared), ``call`` = null (any request)
         serve the fixture's ``errors[case]`` (shifted) — or a generic ``http_<status>`` such as
-        ``http_500`` — for the next ``times`` requests.
+        ``http_500`` — for the next ``times`` requests. A peer case (an answer another tool
+        captured, ``seed/fixtures/quota-peers/<kind>/NN-slug.json``) is the case ``peer:NN-slug``,
+        any status, shifted by now − its ``now_utc``: ``call`` = the usage call serves a poll case.
     ``slow``  ``delay_ms`` — delay every reply of the scope; kind null sets the global delay.
     ``malformed``  ``times``, ``call`` — status of the call, body cut in half (invalid JSON).
     ``oversized``  ``size_mb`` = 16, ``chunked`` = false, ``times``, ``call`` — a valid JSON

@@ -280,8 +280,8 @@ class FakeUpstreamApp:
             response = call.response if call else None
             return self._fault_reply(resolved.fault, fixture, response, resolved, delay_s)
         if resolved.error is not None:
-            error = fixture.error(resolved.error.case) or {}
-            served = self._shifted(fixture, error, resolved.now)
+            case = resolved.error.case
+            served = self._shifted(fixture, fixture.error(case) or {}, resolved.now, fixture.error_time(case))
             return _served_reply(served, f"{kind}/error:{resolved.error.case}", delay_s)
 
         quota = self._quota(resolved)
@@ -290,7 +290,8 @@ class FakeUpstreamApp:
             exhausted_case = resolved.quota.exhausted_error if resolved.quota else None
             is_poll = call_name is not None and call_name in rewriter.poll_calls
             if quota.remaining_pct <= 0 and exhausted_case and not is_poll:
-                served = self._shifted(fixture, fixture.error(exhausted_case) or {}, resolved.now)
+                error = fixture.error(exhausted_case) or {}
+                served = self._shifted(fixture, error, resolved.now, fixture.error_time(exhausted_case))
                 rewriter.rewrite(served, quota)
                 apply_exhaustion_extras(served, quota)
                 return _served_reply(served, f"{kind}/exhausted:{exhausted_case}", delay_s)
@@ -331,9 +332,13 @@ class FakeUpstreamApp:
         return Quota(remaining_pct=max(0.0, min(100.0, remaining)), reset_at=reset_at, now=resolved.now)
 
     @staticmethod
-    def _shifted(fixture: KindFixture, response: dict[str, Any], now: datetime) -> Served:
-        delta = whole_seconds(now - fixture.fixture_time)
-        shifted = shift_times(response, delta, fixture.fixture_time)
+    def _shifted(
+        fixture: KindFixture, response: dict[str, Any], now: datetime, read_at: datetime | None = None
+    ) -> Served:
+        """The response with its times moved by ``now − read_at`` (default: the fixture's time)."""
+        read_at = read_at or fixture.fixture_time
+        delta = whole_seconds(now - read_at)
+        shifted = shift_times(response, delta, read_at)
         headers = shifted.get("headers") or {}
         return Served(
             status=int(shifted.get("status") or 200),
@@ -421,7 +426,7 @@ class FakeUpstreamApp:
         kinds = {
             kind: {
                 "calls": _routes(fixture),
-                "errors": sorted(fixture.errors),
+                "errors": fixture.cases(),
                 "variants": sorted(fixture.variants),
                 "rewritable": kind in REWRITERS,
                 "not_rewritable_because": UNSUPPORTED.get(kind),
@@ -518,7 +523,7 @@ class FakeUpstreamApp:
                 raise ControlError(
                     400,
                     f"unknown error case {case!r} for {fixture.kind}; "
-                    f"cases: {sorted(fixture.errors)} or http_<status>",
+                    f"cases: {fixture.cases()} or http_<status>",
                 )
             plan = ErrorPlan(case, _times(payload), _call_param(payload, fixture))
             return lambda scope: setattr(scope, "error", plan)

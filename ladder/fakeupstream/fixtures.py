@@ -10,6 +10,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 DEFAULT_FIXTURES_DIR = Path(__file__).resolve().parent.parent / "seed" / "fixtures" / "quota"
+# Upstream answers other tools captured, ``<kind>/NN-slug.json`` (see its README): each is served as
+# the error case ``peer:NN-slug`` of its kind, timed by its own ``now_utc``.
+DEFAULT_PEERS_DIR = DEFAULT_FIXTURES_DIR.parent / "quota-peers"
+PEER_PREFIX = "peer:"
 
 # A generic error any kind can serve: ``http_500``, ``http_503``… (the fixtures carry few 5xx cases).
 BUILTIN_ERROR_PREFIX = "http_"
@@ -30,6 +34,8 @@ class KindFixture:
     calls: dict[str, FixtureCall]
     errors: dict[str, dict[str, Any]]
     variants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # ``peer:NN-slug`` → (the captured response, the time it was read at)
+    peers: dict[str, tuple[dict[str, Any], datetime]] = field(default_factory=dict)
 
     def route(self, method: str, path: str) -> tuple[FixtureCall | None, bool]:
         """The call serving ``method path``, and whether the path exists under another method."""
@@ -45,7 +51,17 @@ class KindFixture:
     def error(self, case: str) -> dict[str, Any] | None:
         if case in self.errors:
             return self.errors[case]
+        if case in self.peers:
+            return self.peers[case][0]
         return builtin_error(case)
+
+    def error_time(self, case: str) -> datetime:
+        """The moment an error case's times are relative to: a peer case's own, else the fixture's."""
+        peer = self.peers.get(case)
+        return peer[1] if peer is not None else self.fixture_time
+
+    def cases(self) -> list[str]:
+        return sorted(self.errors) + sorted(self.peers)
 
     def has_error(self, case: str) -> bool:
         return self.error(case) is not None
@@ -93,11 +109,27 @@ def load_fixture(path: Path) -> KindFixture:
     )
 
 
-def load_fixtures(directory: Path | None = None) -> dict[str, KindFixture]:
+def load_peers(directory: Path, kind: str) -> dict[str, tuple[dict[str, Any], datetime]]:
+    """The peer cases of one kind: ``peer:<file stem>`` → (response, now_utc)."""
+    peers: dict[str, tuple[dict[str, Any], datetime]] = {}
+    for path in sorted((directory / kind).glob("*.json")):
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        read_at = datetime.fromisoformat(str(raw["now_utc"]).replace("Z", "+00:00"))
+        peers[f"{PEER_PREFIX}{path.stem}"] = (raw["response"], read_at)
+    return peers
+
+
+def load_fixtures(directory: Path | None = None, peers_dir: Path | None = None) -> dict[str, KindFixture]:
+    """Every kind's fixture in ``directory`` and, with the default fixtures (or a ``peers_dir``),
+    its peer cases."""
+    if directory is None:
+        peers_dir = peers_dir or DEFAULT_PEERS_DIR
     directory = directory or DEFAULT_FIXTURES_DIR
     fixtures: dict[str, KindFixture] = {}
     for path in sorted(directory.glob("*.json")):
         fixture = load_fixture(path)
+        if peers_dir is not None:
+            fixture.peers.update(load_peers(peers_dir, fixture.kind))
         fixtures[fixture.kind] = fixture
     if not fixtures:
         raise FileNotFoundError(f"no fixture files in {directory}")
