@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any, cast
 
+from django.conf import settings
 from django.db import connection as db_connection
 from django.db import models
 from django.db.models import Count, F, OuterRef, Subquery
@@ -30,7 +31,7 @@ from ladder.domain.types import (
     Source,
     Window,
 )
-from ladder.domain.windows import effective_poll_interval_s
+from ladder.domain.windows import effective_poll_interval_s, poll_floor_s, provider_poll_floor_s
 
 
 def snapshot_load(*, now: datetime | None = None) -> Snapshot:
@@ -211,18 +212,33 @@ CONNECTION_FIELDS = (
 )
 
 
+def adapter_poll_floor_s(provider: str) -> float | None:
+    """The poll floor the provider's adapter declares (ladder.domain's table), as settings override
+    it (``LADDER_POLL_FLOOR_S``): read here, where the adapters may not be imported."""
+    return provider_poll_floor_s(provider, getattr(settings, "LADDER_POLL_FLOOR_S", None))
+
+
+def connection_poll_floor_s(provider: str, min_poll_interval_s: float | None) -> float | None:
+    """The least time between two polls of a connection: the slower of the operator's minimum
+    interval and its adapter's floor (DESIGN L5); None when neither holds polls back."""
+    return poll_floor_s(min_poll_interval_s, adapter_poll_floor_s(provider))
+
+
 def connection_poll_floor(*, connection_id: str, now: datetime) -> tuple[datetime, float] | None:
-    """When the operator's minimum poll interval next allows a poll, and that interval, while it holds
-    polls back (DESIGN L5); None when a poll may happen now."""
+    """When the connection's poll floor (the operator's minimum interval or its adapter's floor) next
+    allows a poll, and that floor, while it holds polls back (DESIGN L5); None when a poll may happen now."""
     row = (
         m.Connection.objects.filter(pk=connection_id)
-        .values_list("last_polled_at", "min_poll_interval_s")
+        .values_list("last_polled_at", "min_poll_interval_s", "provider")
         .first()
     )
-    if row is None or row[0] is None or row[1] is None:
+    if row is None or row[0] is None:
         return None
-    allowed_at = row[0] + timedelta(seconds=row[1])
-    return (allowed_at, row[1]) if allowed_at > now else None
+    floor_s = connection_poll_floor_s(row[2], row[1])
+    if floor_s is None:
+        return None
+    allowed_at = row[0] + timedelta(seconds=floor_s)
+    return (allowed_at, floor_s) if allowed_at > now else None
 
 
 def connection_from_values(
@@ -243,7 +259,9 @@ def connection_from_values(
         overage_override=cast("Overage | None", override),
         models=None if models is None else tuple(models),
         reading=reading,
-        poll_interval_s=effective_poll_interval_s(config.refresh_interval_s, min_poll_interval_s),
+        poll_interval_s=effective_poll_interval_s(
+            config.refresh_interval_s, connection_poll_floor_s(provider, min_poll_interval_s)
+        ),
         reserve_pct=reserve_pct,
     )
 
@@ -261,7 +279,9 @@ def connection_to_domain(row: m.Connection, reading: Reading | None, *, config: 
         overage_override=cast("Overage | None", row.overage_override),
         models=None if row.models is None else tuple(row.models),
         reading=reading,
-        poll_interval_s=effective_poll_interval_s(config.refresh_interval_s, row.min_poll_interval_s),
+        poll_interval_s=effective_poll_interval_s(
+            config.refresh_interval_s, connection_poll_floor_s(row.provider, row.min_poll_interval_s)
+        ),
         reserve_pct=row.reserve_pct,
     )
 

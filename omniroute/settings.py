@@ -302,6 +302,10 @@ def envmap(name: str, default: str) -> dict[str, int]:
     return {key.strip(): int(value) for key, value in pairs}
 
 
+# Poll floors per provider, over the adapters' own (ladder.domain.windows.PROVIDER_POLL_FLOOR_S):
+# LADDER_POLL_FLOOR_S="claude=600"; 0 lifts a floor. Tests lower it to compress time (DESIGN L5).
+LADDER_POLL_FLOOR_S = {key: float(value) for key, value in envmap("LADDER_POLL_FLOOR_S", "").items()}
+
 # Readings (and poll/gateway failure events) older than this are purged daily; each connection's
 # latest reading is always kept.
 LADDER_READING_RETENTION_DAYS = envdays("LADDER_READING_RETENTION_DAYS", "30")

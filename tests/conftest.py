@@ -13,6 +13,7 @@ from cryptography.fernet import Fernet
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
+from ladder.domain.windows import PROVIDER_POLL_FLOOR_S
 from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl, run_fake_upstream
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,6 +21,7 @@ SHARED = ROOT.parent / "shared"
 TEST_CREDENTIAL_KEY = Fernet.generate_key().decode()
 # Hot-state keys of this test run stay apart from a running demo's and from other runs'.
 TEST_HOTSTATE_PREFIX = f"ladder:test:{uuid.uuid4().hex[:12]}"
+NO_POLL_FLOORS = dict.fromkeys(PROVIDER_POLL_FLOOR_S, 0.0)
 
 # One profile mechanism for every property test. `make test` runs the default profile (each test's own
 # small count); `make soak` sets HYPOTHESIS_PROFILE=nightly: at least 10,000 examples per property.
@@ -47,6 +49,9 @@ def examples(default: int, *, nightly: int = NIGHTLY_EXAMPLES) -> int:
 def _credential_key(settings: pytest.FixtureRequest) -> None:
     settings.LADDER_CREDENTIAL_KEY = TEST_CREDENTIAL_KEY  # type: ignore[attr-defined]
     settings.LADDER_HOTSTATE_PREFIX = TEST_HOTSTATE_PREFIX  # type: ignore[attr-defined]
+    # The adapters' poll floors (Claude: 300 s) are lifted: most tests poll a Claude connection
+    # several times a minute. Tests of the floors set their own (DESIGN L5).
+    settings.LADDER_POLL_FLOOR_S = NO_POLL_FLOORS  # type: ignore[attr-defined]
 
 
 @pytest.fixture

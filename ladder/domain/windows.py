@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
 from functools import lru_cache
+from types import MappingProxyType
 
 from ladder.domain.types import (
     Connection,
@@ -46,6 +47,28 @@ def limits_for(
 
 def connection_limits(connection: Connection, config: LadderConfig) -> Thresholds:
     return limits_for(config, reserve_pct=connection.reserve_pct, poll_interval_s=connection.poll_interval_s)
+
+
+# L5: the poll floor of each provider whose usage endpoint throttles pollers, in seconds between
+# polls. The adapters declare theirs through this table (``BaseAdapter.poll_floor_s``) so that
+# selectors, which may not import the adapters, read the same numbers; settings may override it
+# (``LADDER_POLL_FLOOR_S``, which tests lower). Claude: its OAuth usage endpoint answers 429 to
+# pollers that call it every 30-60 s (anthropics/claude-code#31637); five minutes is what peers poll.
+PROVIDER_POLL_FLOOR_S: Mapping[str, float] = MappingProxyType({"claude": 300.0})
+
+
+def provider_poll_floor_s(provider: str, overrides: Mapping[str, float] | None = None) -> float | None:
+    """A provider's poll floor: the override when given (0 or less: none), else the table's."""
+    key = provider.strip().lower()
+    floor = (overrides or {}).get(key, PROVIDER_POLL_FLOOR_S.get(key))
+    return float(floor) if floor is not None and floor > 0 else None
+
+
+def poll_floor_s(min_poll_interval_s: float | None, adapter_floor_s: float | None) -> float | None:
+    """The least time between two polls of a connection: the slower of the operator's minimum
+    interval and the adapter's floor; None when neither holds polls back."""
+    floors = [f for f in (min_poll_interval_s, adapter_floor_s) if f is not None and f > 0]
+    return max(floors) if floors else None
 
 
 def effective_poll_interval_s(refresh_interval_s: float, *floors: float | None) -> float | None:

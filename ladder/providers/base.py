@@ -19,6 +19,7 @@ from typing import ClassVar, Protocol
 import httpx
 
 from ladder.domain.types import Failure, Reading, Source, SpentWindow
+from ladder.domain.windows import provider_poll_floor_s
 from ladder.providers.timeparse import cap_retry_after_s, parse_duration_s, retry_after_s
 from ladder.providers.values import lower_headers
 
@@ -82,6 +83,9 @@ class ProviderAdapter(Protocol):
 
     @property
     def supports_poll(self) -> bool: ...  # False: no quota endpoint, fetch answers unverifiable
+
+    @property
+    def poll_floor_s(self) -> float | None: ...  # seconds its usage endpoint needs between polls
 
     def fetch(
         self,
@@ -321,6 +325,12 @@ class BaseAdapter:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.kind}>"
+
+    @property
+    def poll_floor_s(self) -> float | None:
+        """Seconds its usage endpoint needs between two polls (DESIGN L5); None: no floor. Declared
+        in ``ladder.domain.windows.PROVIDER_POLL_FLOOR_S``, which selectors read too."""
+        return provider_poll_floor_s(self.provider) if self.supports_poll else None
 
     def fetch(
         self,

@@ -31,6 +31,7 @@ from ladder.domain.windows import (
     next_latch,
 )
 from ladder.models import Connection, FailureEvent, LadderConfiguration, QuotaReading, QuotaWindow
+from ladder.selectors import connection_poll_floor_s
 from ladder.services import hotstate
 from ladder.services.state import bump_state_version
 
@@ -164,14 +165,16 @@ def reading_store(
     log_reset_clamps(connection_id, clamps, source=reading.source)
     row_values = (
         Connection.objects.filter(pk=connection_id)
-        .values_list("reserve_pct", "min_poll_interval_s", "next_refresh_at", "last_polled_at")
+        .values_list("reserve_pct", "min_poll_interval_s", "next_refresh_at", "last_polled_at", "provider")
         .first()
     )
-    reserve_pct, min_poll_interval_s, scheduled, last_polled_at = row_values or (None, None, None, None)
+    reserve_pct, min_poll_interval_s, scheduled, last_polled_at, provider = row_values or (None,) * 5
+    # The operator's minimum interval or the adapter's floor, whichever is slower (DESIGN L5).
+    floor_s = connection_poll_floor_s(provider or "", min_poll_interval_s)
     limits = limits_for(
         config,
         reserve_pct=reserve_pct,
-        poll_interval_s=effective_poll_interval_s(config.refresh_interval_s, min_poll_interval_s),
+        poll_interval_s=effective_poll_interval_s(config.refresh_interval_s, floor_s),
     )
     recent = list(
         QuotaReading.objects.filter(connection_id=connection_id)
@@ -191,6 +194,7 @@ def reading_store(
         FailureEvent.objects.filter(
             connection_id=connection_id, classification="quota_exhausted", observed_at__gt=reading.fetched_at
         )
+        .exclude(source="poll")  # a usage endpoint's refusal says nothing of the account's windows
         .order_by("observed_at", "id")
         .values_list("window", "windows", "model", "reset_at", "observed_at")
     )
@@ -215,7 +219,7 @@ def reading_store(
             now=now,
             config=config,
             limits=limits,
-            min_poll_interval_s=min_poll_interval_s,
+            min_poll_interval_s=floor_s,
             last_polled_at=last_polled_at,
             scheduled=scheduled if reading.source == "headers" else None,
         )

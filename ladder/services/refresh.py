@@ -61,6 +61,7 @@ from ladder.domain.windows import clamp_failure_resets
 from ladder.models import Connection, FailureEvent
 from ladder.providers import DEFAULT_TIMEOUT, ConnectionRef, FetchError, ProviderAdapter, get_adapter
 from ladder.security.crypto import CredentialDecryptionError
+from ladder.selectors import connection_poll_floor_s
 from ladder.services import hotstate
 from ladder.services.readings import ClaimLost, HotItem, configuration_load, log_reset_clamps, reading_store
 from ladder.services.refresh_metrics import PollRecord, refresh_metrics_record
@@ -132,17 +133,16 @@ def connections_claim(*, connection_ids: Iterable[str], now: datetime, lease_s: 
 
 
 def _past_poll_floor(ids: list[str], now: datetime) -> list[str]:
-    """The ids whose operator's minimum poll interval has passed since their last poll (DESIGN L5: a
-    refresh a resolution or an operator asks for waits for the floor too; the fan-out polls the
-    others when their next_refresh_at comes, which respects it)."""
+    """The ids whose poll floor (the operator's minimum interval or the adapter's floor) has passed
+    since their last poll (DESIGN L5: a refresh a resolution or an operator asks for waits for the
+    floor too; the fan-out polls the others when their next_refresh_at comes, which respects it)."""
     early: set[str] = set()
     for start in range(0, len(ids), CLAIM_CHUNK):
         rows = Connection.objects.filter(
-            pk__in=ids[start : start + CLAIM_CHUNK],
-            min_poll_interval_s__isnull=False,
-            last_polled_at__isnull=False,
-        ).values_list("id", "last_polled_at", "min_poll_interval_s")
-        for cid, polled, floor_s in rows:
+            pk__in=ids[start : start + CLAIM_CHUNK], last_polled_at__isnull=False
+        ).values_list("id", "last_polled_at", "min_poll_interval_s", "provider")
+        for cid, polled, min_poll_interval_s, provider in rows:
+            floor_s = connection_poll_floor_s(provider, min_poll_interval_s)
             if polled is not None and floor_s is not None and polled + timedelta(seconds=floor_s) > now:
                 early.add(cid)
     return [cid for cid in ids if cid not in early] if early else ids
@@ -181,7 +181,8 @@ class RefreshJob:
     provider: str
     poll_backoff_level: int
     adapter: ProviderAdapter | None = None
-    min_poll_interval_s: float | None = None  # the operator's floor (DESIGN L5)
+    # The poll floor: the operator's minimum interval or the adapter's, the slower (DESIGN L5).
+    min_poll_interval_s: float | None = None
     ref: ConnectionRef | None = None
     skip_reason: str = ""
 
@@ -211,9 +212,8 @@ def jobs_load(connection_ids: Sequence[str], *, claim_until: datetime) -> list[R
         row = rows.get(cid)
         if row is None:
             continue
-        base = RefreshJob(
-            cid, row.provider, row.poll_backoff_level, min_poll_interval_s=row.min_poll_interval_s
-        )
+        floor_s = connection_poll_floor_s(row.provider, row.min_poll_interval_s)
+        base = RefreshJob(cid, row.provider, row.poll_backoff_level, min_poll_interval_s=floor_s)
         adapter = get_adapter(row.provider, row.auth_type)
         if adapter is None:
             auth = row.auth_type or "any auth type"
@@ -317,6 +317,13 @@ def outcome_apply(
     if outcome.error is not None:
         error = outcome.error
         failure = error.failure
+        if error.status == 429 and failure.classification != "auth_failed":
+            # The usage endpoint throttles its pollers (Claude's does, anthropics/claude-code#31637):
+            # the poll backs off; the account's quota is not what it refused (DESIGN L5).
+            failure = dataclasses.replace(
+                failure, classification="rate_limited", window=None, windows=(), reset_at=None
+            )
+            outcome = dataclasses.replace(outcome, error=FetchError(failure, status=429))
         if failure.classification == "auth_failed":
             result = AUTH_FAILED
         elif failure.classification == "rate_limited" or error.status == 429:
@@ -403,7 +410,7 @@ def _finish_failure(
         if result == FAILED and reset_at is not None and reset_at > now:
             wait_s = max(min(wait_s, (reset_at - now).total_seconds() + 1.0), 1.0)
     if wait_s is not None:
-        # A failed poll is a poll: the next one waits for the operator's minimum interval too (L5).
+        # A failed poll is a poll: the next one waits for the poll floor too (L5).
         wait_s = max(wait_s, job.min_poll_interval_s or 0.0)
         updates |= {"next_refresh_at": now + timedelta(seconds=wait_s), "poll_backoff_level": level}
     http = f"HTTP {status}" if status is not None else "no HTTP answer"

@@ -590,6 +590,8 @@ def process_env(
             "LADDER_HOTSTATE_PREFIX": f"ladder-it:{run_id}:hot",
             "CACHE_KEY_PREFIX": f"ladder-it:{run_id}",
             "LADDER_UPSTREAM_BASE_URL": upstream_url,
+            # The stacks poll Claude connections many times a minute: its 300 s floor is lifted.
+            "LADDER_POLL_FLOOR_S": "claude=0",
             "PYTHONUNBUFFERED": "1",
             "LOG_LEVEL": "INFO",
         }
