@@ -22,10 +22,13 @@ from ladder.domain.windows import (
     clamp_failure_resets,
     clamp_reading_resets,
     clamp_reset,
+    effective_poll_interval_s,
     exhaust_windows,
     is_exhausted,
     is_too_old,
     needs_refresh,
+    poll_floor_s,
+    provider_poll_floor_s,
     reading_age_s,
     reset_passed,
     window_max_length_s,
@@ -322,3 +325,31 @@ def test_it_latches_every_window_a_failure_names() -> None:
     assert by_name["7d-opus"].scope_models == ("claude-opus-4-1",)
     assert (by_name["7d-opus"].remaining_pct, by_name["7d-opus"].reset_at) == (0.0, in_5d)
     assert reset_at == in_5d  # the last of their resets
+
+
+# --- L5: poll floors -------------------------------------------------------------------------
+
+
+def test_it_takes_a_providers_poll_floor_from_the_table_unless_overridden() -> None:
+    assert provider_poll_floor_s("claude") == 300.0
+    assert provider_poll_floor_s(" Claude ") == 300.0
+    assert provider_poll_floor_s("codex") is None
+    assert provider_poll_floor_s("claude", {"claude": 3.0}) == 3.0
+    assert provider_poll_floor_s("claude", {"claude": 0.0}) is None  # lifted
+    assert provider_poll_floor_s("codex", {"codex": 90.0}) == 90.0
+
+
+@pytest.mark.parametrize(
+    ("refresh_s", "operator_s", "adapter_s", "interval_s"),
+    [
+        (60.0, None, None, None),
+        (60.0, None, 300.0, 300.0),  # Claude's floor: its poll interval
+        (60.0, 900.0, 300.0, 900.0),  # the slower floor wins
+        (600.0, None, 300.0, None),  # polled every refresh interval anyway
+        (60.0, 30.0, None, None),
+    ],
+)
+def test_it_polls_every_slowest_of_interval_and_floors(
+    refresh_s: float, operator_s: float | None, adapter_s: float | None, interval_s: float | None
+) -> None:
+    assert effective_poll_interval_s(refresh_s, poll_floor_s(operator_s, adapter_s)) == interval_s
