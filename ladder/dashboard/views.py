@@ -172,8 +172,8 @@ def connection_refresh_now(request: HtmxHttpRequest, connection_id: str) -> Http
         allowed_at, interval_s = floor
         messages.info(
             request,
-            f"Not polled yet: this connection is polled at most every {interval_s:g} s (its minimum poll "
-            f"interval); the next poll may come at {allowed_at:%H:%M:%S} UTC.",
+            f"Not polled yet: this connection is polled at most every {interval_s:g} s (its provider's "
+            f"or its own minimum poll interval); the next poll may come at {allowed_at:%H:%M:%S} UTC.",
         )
     elif refresh_request(connection_ids=[connection_id]):
         messages.success(request, "Refresh requested: a worker polls this connection shortly.")
