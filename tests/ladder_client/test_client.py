@@ -248,6 +248,7 @@ def test_it_reports_a_quota_exhaustion_and_reads_the_cooldown(ladder: Ladder) ->
         state = client.connection(PLAN)
 
     assert (outcome.classification, outcome.window, outcome.reset_at) == ("quota_exhausted", "5h", reset_at)
+    assert outcome.windows == ("5h",)
     assert outcome.cooldown_until == reset_at  # 60 s of backoff, clamped to the reset 30 s away
     assert state.cooldown_until == outcome.cooldown_until
     assert state.reading is not None

@@ -148,3 +148,19 @@ def test_it_keeps_a_quiet_claude_plan_in_subscription_polling_once_per_floor(
     assert pools
     assert all(pools)
     assert 1 <= calls <= stretch_s / floor + 1
+
+
+def test_it_lets_fresh_passive_headers_stand_in_for_a_poll_behind_the_floor(settings: Any) -> None:
+    settings.LADDER_POLL_FLOOR_S = {}
+    now = timezone.now()
+    Connection.objects.create(
+        id="c1", provider="claude", auth_type="oauth", last_polled_at=now - timedelta(seconds=250)
+    )
+
+    stored = reading_record(
+        connection_id="c1", reading=Reading(now, (Window("5h", 80.0, None),), "headers"), now=now
+    )
+
+    # The floor would allow a poll in 50 s; the headers are fresh for 180 + 300 s, so the poll waits
+    # one poll interval after them, and each later header reading postpones it again.
+    assert stored.next_refresh_at == now + timedelta(seconds=300)
