@@ -6,13 +6,19 @@ import json
 import math
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from ladder.fakeupstream.fixtures import KindFixture, normalise_path
+from ladder.fakeupstream.fixtures import (
+    ECHO_ERRORS,
+    ECHO_PLACEHOLDER,
+    ECHO_SUFFIX_CHARS,
+    KindFixture,
+    normalise_path,
+)
 from ladder.fakeupstream.rewriters import REWRITERS, UNSUPPORTED, Quota, Served, apply_exhaustion_extras
 from ladder.fakeupstream.timeshift import shift_times, whole_seconds
 
@@ -255,7 +261,7 @@ class FakeUpstreamApp:
 
     # --- upstream requests ---
 
-    def handle(self, method: str, target: str) -> AnyReply:
+    def handle(self, method: str, target: str, headers: Mapping[str, str] | None = None) -> AnyReply:
         path = _path_of(target)
         parts = path.split("/")
         if len(parts) < 2 or not parts[1]:
@@ -281,7 +287,10 @@ class FakeUpstreamApp:
             return self._fault_reply(resolved.fault, fixture, response, resolved, delay_s)
         if resolved.error is not None:
             case = resolved.error.case
-            served = self._shifted(fixture, fixture.error(case) or {}, resolved.now, fixture.error_time(case))
+            error = fixture.error(case) or {}
+            if case in ECHO_ERRORS:
+                error = _echoed(error, case, headers or {})
+            served = self._shifted(fixture, error, resolved.now, fixture.error_time(case))
             return _served_reply(served, f"{kind}/error:{resolved.error.case}", delay_s)
 
         quota = self._quota(resolved)
@@ -523,7 +532,7 @@ class FakeUpstreamApp:
                 raise ControlError(
                     400,
                     f"unknown error case {case!r} for {fixture.kind}; "
-                    f"cases: {fixture.cases()} or http_<status>",
+                    f"cases: {fixture.cases()}, http_<status> or {', '.join(ECHO_ERRORS)}",
                 )
             plan = ErrorPlan(case, _times(payload), _call_param(payload, fixture))
             return lambda scope: setattr(scope, "error", plan)
@@ -588,6 +597,19 @@ def _take(scopes: list[Scope], attr: Literal["fault", "error"], call_name: str |
 
 def _in_scope(key: tuple[str | None, ...], kind: str, connection: str | None) -> bool:
     return key[0] == kind and (connection is None or key[1] == connection)
+
+
+def _echoed(error: dict[str, Any], case: str, headers: Mapping[str, str]) -> dict[str, Any]:
+    """The echo error with the credential of the request (bearer token or API-key header) quoted."""
+    lowered = {name.lower(): value for name, value in headers.items()}
+    authorization = lowered.get("authorization", "")
+    scheme, _, token = authorization.partition(" ")
+    credential = token.strip() if scheme.lower() == "bearer" else ""
+    credential = credential or lowered.get("x-api-key", "") or lowered.get("x-goog-api-key", "")
+    if case == "echo_key_suffix":
+        credential = credential[-ECHO_SUFFIX_CHARS:]
+    message = ECHO_ERRORS[case].replace(ECHO_PLACEHOLDER, credential)
+    return {**error, "body": {"error": {**error["body"]["error"], "message": message}}}
 
 
 def _served_reply(served: Served, tag: str, delay_s: float) -> Reply:

@@ -67,7 +67,29 @@ class KindFixture:
         return self.error(case) is not None
 
 
+# Errors that quote the request's credential back, as some OpenAI-compatible upstreams do (the whole
+# key, or its last ECHO_SUFFIX_CHARS characters): the app fills ECHO_PLACEHOLDER from the request.
+ECHO_PLACEHOLDER = "{credential}"
+ECHO_SUFFIX_CHARS = 12
+ECHO_ERRORS = {
+    "echo_key": f"Incorrect API key provided: {ECHO_PLACEHOLDER}. Find your API key at the dashboard.",
+    "echo_key_suffix": f"Incorrect API key provided: ...{ECHO_PLACEHOLDER}. Check the key and try again.",
+}
+
+
 def builtin_error(case: str) -> dict[str, Any] | None:
+    if case in ECHO_ERRORS:
+        return {
+            "status": 401,
+            "headers": {"content-type": "application/json"},
+            "body": {
+                "error": {
+                    "message": ECHO_ERRORS[case],
+                    "type": "invalid_request_error",
+                    "code": "invalid_api_key",
+                }
+            },
+        }
     code = case.removeprefix(BUILTIN_ERROR_PREFIX)
     if not case.startswith(BUILTIN_ERROR_PREFIX) or not code.isdigit() or not 400 <= int(code) <= 599:
         return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 
 REDACTED = "[redacted]"
 SECRET_HEADERS = (
@@ -56,3 +57,62 @@ class SecretRedactingFilter(logging.Filter):
         if record.exc_text:
             record.exc_text = redact(record.exc_text)
         return True
+
+
+# --- a connection's own credential, echoed back by its upstream ----------------------------------
+# Some upstreams quote the key they were sent ("Incorrect API key provided: sk-…"), whole or only its
+# end. The filter above cannot know a credential; the callers that hold one (the poller, the failure
+# service) strip it from every detail before it is stored or logged.
+#
+# Written here because no library fits: what is wanted is every stretch of the text that is also a
+# stretch of the secret, at least SECRET_FRAGMENT_MIN characters long (difflib finds one longest
+# match at a time, O(n·m); Aho-Corasick libraries match whole words). Every such stretch is covered
+# by its SECRET_FRAGMENT_MIN-character windows, each of which is a window of the secret, and every
+# window of the text found among the secret's windows is such a stretch: so one pass over the text
+# with a set of the secret's windows finds exactly those stretches, in O(len(text) + len(secret)).
+
+SECRET_FRAGMENT_MIN = 12
+SECRET_WHOLE_MIN = 4  # a shorter "credential" would blank ordinary words; no real one is that short
+
+
+def strip_secrets(text: str, secrets: Iterable[str | None]) -> str:
+    """text with each secret, and every stretch of SECRET_FRAGMENT_MIN or more characters that also
+    occurs in a secret, replaced by REDACTED (overlapping or touching stretches become one)."""
+    if not text:
+        return text
+    width = SECRET_FRAGMENT_MIN
+    windows: set[str] = set()
+    wholes: list[str] = []
+    for secret in secrets:
+        if not secret or len(secret) < SECRET_WHOLE_MIN:
+            continue
+        if len(secret) < width:
+            wholes.append(secret)
+        else:
+            windows.update(secret[start : start + width] for start in range(len(secret) - width + 1))
+    if not windows and not wholes:
+        return text
+    spans = [
+        (start, start + width)
+        for start in range(len(text) - width + 1)
+        if text[start : start + width] in windows
+    ]
+    for whole in wholes:
+        found = text.find(whole)
+        while found != -1:
+            spans.append((found, found + len(whole)))
+            found = text.find(whole, found + 1)
+    if not spans:
+        return text
+    spans.sort()
+    parts: list[str] = []
+    kept_from = 0
+    run_start, run_end = spans[0]
+    for start, end in spans[1:]:
+        if start <= run_end:  # overlapping or touching: one run
+            run_end = max(run_end, end)
+            continue
+        parts += [text[kept_from:run_start], REDACTED]
+        kept_from, run_start, run_end = run_end, start, end
+    parts += [text[kept_from:run_start], REDACTED, text[run_end:]]
+    return "".join(parts)

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
 from ladder import models as m
@@ -28,6 +29,8 @@ from ladder.domain.cooldown import quota_cooldown_until, transient_cooldown_unti
 from ladder.domain.types import Failure, FailureClass, Reading, SpentWindow, Window
 from ladder.domain.windows import clamp_failure_resets, exhaust_windows
 from ladder.providers.registry import get_adapter
+from ladder.security.crypto import CredentialDecryptionError
+from ladder.security.logredact import strip_secrets
 from ladder.services.readings import log_reset_clamps, reading_record
 from ladder.services.refresh import refresh_request
 from ladder.services.state import bump_state_version
@@ -91,6 +94,7 @@ def failure_record(
     failure, recheck = failure_classify(
         connection, status=status, headers=headers, body=body, observed_at=observed_at
     )
+    failure = replace(failure, detail=strip_secrets(failure.detail, connection_secrets(connection)))
     failure, clamps = clamp_failure_resets(failure, observed_at)
     log_reset_clamps(connection_id, clamps, source="failure")
     spent = tuple(
@@ -182,6 +186,16 @@ def failure_record(
 
 def _window_json(window: SpentWindow) -> dict[str, str | None]:
     return {"name": window.name, "reset_at": window.reset_at.isoformat() if window.reset_at else None}
+
+
+def connection_secrets(connection: m.Connection) -> tuple[str, ...]:
+    """The connection's credential, to strip from a reported failure's detail (an upstream may quote
+    the key back). None when it cannot be read: then there is nothing of ours to find."""
+    try:
+        credential = connection.get_credential()
+    except (CredentialDecryptionError, ImproperlyConfigured):
+        return ()
+    return (credential,) if credential else ()
 
 
 def _request_refresh(connection_id: str) -> None:

@@ -40,6 +40,7 @@ import queue
 import random
 import threading
 import time
+import traceback
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ from ladder.models import Connection, FailureEvent
 from ladder.providers import DEFAULT_TIMEOUT, ConnectionRef, FetchError, ProviderAdapter, get_adapter
 from ladder.security.crypto import CredentialDecryptionError
 from ladder.selectors import connection_poll_floor_s
+from ladder.security.logredact import strip_secrets
 from ladder.services import hotstate
 from ladder.services.readings import ClaimLost, HotItem, configuration_load, log_reset_clamps, reading_store
 from ladder.services.refresh_metrics import PollRecord, refresh_metrics_record
@@ -254,17 +256,38 @@ def job_fetch(job: RefreshJob, client: httpx.Client, *, now: datetime | None = N
     if job.skip_reason or job.adapter is None or job.ref is None:
         return Outcome(job, now)
     started = time.monotonic()
+    secrets = job_secrets(job)
     try:
         reading = job.adapter.fetch(
             job.ref, client, now, base_url_override=upstream_override(job.adapter.kind)
         )
     except FetchError as exc:
-        return Outcome(job, now, error=exc, duration_s=time.monotonic() - started)
+        return Outcome(job, now, error=_stripped_error(exc, secrets), duration_s=time.monotonic() - started)
     except Exception as exc:  # an adapter bug must not take the fan-out down
-        logger.exception("refresh connection=%s: the %s adapter raised", job.connection_id, job.adapter.kind)
-        crash = f"adapter error: {type(exc).__name__}: {exc}"
+        # Formatted here, not by logger.exception: the exception's text may quote the credential.
+        trace = strip_secrets("".join(traceback.format_exception(exc)), secrets)
+        logger.error(
+            "refresh connection=%s: the %s adapter raised\n%s", job.connection_id, job.adapter.kind, trace
+        )
+        crash = strip_secrets(f"adapter error: {type(exc).__name__}: {exc}", secrets)
         return Outcome(job, now, crash=crash, duration_s=time.monotonic() - started)
+    if reading.note:
+        reading = dataclasses.replace(reading, note=strip_secrets(reading.note, secrets))
     return Outcome(job, now, reading=reading, duration_s=time.monotonic() - started)
+
+
+def job_secrets(job: RefreshJob) -> tuple[str, ...]:
+    """What an upstream's answer to this job must never carry into a detail, a page or a log."""
+    return (job.ref.credential,) if job.ref is not None else ()
+
+
+def _stripped_error(error: FetchError, secrets: Sequence[str]) -> FetchError:
+    """The error with the credential stripped from its detail (some upstreams quote the key back)."""
+    detail = strip_secrets(error.failure.detail, secrets)
+    if detail == error.failure.detail:
+        return error
+    failure = dataclasses.replace(error.failure, detail=detail)
+    return FetchError(failure, status=error.status, transient=error.transient)
 
 
 @dataclass
@@ -382,6 +405,7 @@ def _finish_failure(
 ) -> Applied:
     job = outcome.job
     cid = job.connection_id
+    detail = strip_secrets(detail, job_secrets(job))
     error = outcome.error
     failure = error.failure if error is not None else None
     if failure is not None:

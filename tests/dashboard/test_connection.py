@@ -6,6 +6,7 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
+import httpx
 import pytest
 import redis
 from django.test import Client
@@ -16,7 +17,7 @@ from ladder import models as m
 from ladder import selectors, tasks
 from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.services import hotstate
-from ladder.services.refresh import refresh_is_pending
+from ladder.services.refresh import claim_deadline, connection_refresh, connections_claim, refresh_is_pending
 from tests.dashboard.factories import editor_create, plan_setup, reading_add, user_create
 
 pytestmark = pytest.mark.django_db
@@ -383,3 +384,27 @@ def test_it_says_when_the_minimum_poll_interval_holds_a_refresh_back(
     html = client.get(url()).content.decode()
     assert "Not polled yet: this connection is polled at most every 300 s" in html
     assert f"the next poll may come at {polled + timedelta(seconds=300):%H:%M:%S} UTC" in html
+
+
+def test_it_never_shows_a_key_that_the_upstream_quoted_back(
+    viewer: Client, upstream: FakeUpstream, control: FakeUpstreamControl
+) -> None:
+    key = "sk-ant-oat01-QuotedBackByTheUpstream-0123456789"
+    connection = upstream_connection(upstream)
+    connection.set_credential(key)
+    connection.save()
+    control.error("claude-oauth", "echo_key", connection="c1", times=1)
+    control.error("claude-oauth", "echo_key_suffix", connection="c2", times=1)
+    second = upstream_connection(upstream, "c2")
+    second.set_credential(key)
+    second.save()
+    now = timezone.now()
+    assert connections_claim(connection_ids=["c1", "c2"], now=now, lease_s=60) == ["c1", "c2"]
+    with httpx.Client() as http:
+        for cid in ("c1", "c2"):
+            connection_refresh(connection_id=cid, claim_until=claim_deadline(now, 60), client=http)
+
+    for cid in ("c1", "c2"):
+        html = viewer.get(url(cid)).content.decode()
+        assert "Incorrect API key provided: " in html  # the message is shown, the key is not
+        assert key[-12:] not in html

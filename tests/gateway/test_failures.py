@@ -258,3 +258,21 @@ def test_it_clamps_a_five_hour_reset_reported_in_2199(gateway: Api, clock: Clock
     body = fail(gateway, {"status": 429, "headers": headers})
 
     assert body["reset_at"] == body["cooldown_until"] == format_utc(NOW + timedelta(hours=5))
+
+
+def test_it_strips_the_connections_key_from_a_reported_failure_body(
+    gateway: Api, clock: Clock, c1: m.Connection, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = "sk-ant-api03-ReportedBackByTheGateway-0123456789"
+    c1.set_credential(key)
+    c1.save()
+    quoted = {"error": {"type": "authentication_error", "message": f"Incorrect API key provided: {key}"}}
+    suffix = {"error": {"type": "authentication_error", "message": f"key ending {key[-12:]} is invalid"}}
+
+    with caplog.at_level("DEBUG"):
+        fail(gateway, {"status": 401, "body": quoted})
+        fail(gateway, {"status": 401, "body": suffix})
+
+    details = list(m.FailureEvent.objects.order_by("id").values_list("detail", flat=True))
+    assert details == ["Incorrect API key provided: [redacted]", "key ending [redacted] is invalid"]
+    assert key[-12:] not in "\n".join(record.getMessage() for record in caplog.records)

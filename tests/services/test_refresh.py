@@ -644,3 +644,34 @@ def test_it_never_stores_or_logs_a_credential_quoted_by_a_transport_error(
     ladder_logs = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("ladder"))
     assert "LocalProtocolError" in ladder_logs
     assert secret not in ladder_logs
+
+
+ECHOED_KEY = "sk-proj-Z9y8X7w6V5u4T3s2R1q0ABCDEFGHIJ"
+# Every polled kind whose adapter keeps the upstream's error message as the failure's detail.
+QUOTING_KINDS = tuple(kind for kind in KINDS if kind not in ("copilot", "cursor"))
+
+
+@pytest.mark.parametrize("case", ["echo_key", "echo_key_suffix"])
+@pytest.mark.parametrize("kind", QUOTING_KINDS)
+def test_it_strips_a_key_that_the_upstream_quotes_back_before_storing_or_logging_it(
+    upstream: FakeUpstream,
+    control: FakeUpstreamControl,
+    client: httpx.Client,
+    caplog: pytest.LogCaptureFixture,
+    kind: str,
+    case: str,
+) -> None:
+    connection = make_connection(upstream, "c1", kind)
+    connection.set_credential(ECHOED_KEY)
+    connection.save()
+    control.error(kind, case, connection="c1")
+
+    with caplog.at_level("DEBUG"):
+        connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client)
+
+    detail = FailureEvent.objects.get().detail
+    assert "Incorrect API key provided: " in detail
+    assert "[redacted]" in detail  # the upstream did quote it
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    for text in (detail, Connection.objects.get(pk="c1").last_poll_error, logged):
+        assert ECHOED_KEY[-12:] not in text
