@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
@@ -32,6 +33,7 @@ from ladder.models import (
     QuotaWindow,
     StateVersion,
     UsageEvent,
+    connection_ids_errors,
 )
 from ladder.services.state import credential_problem
 from ladder.services.tokens import gateway_token_issue, gateway_token_revoke
@@ -423,7 +425,7 @@ class UsageEventAdmin(VersionBumpingAdmin):
     list_filter = ("budget_rung", "rung", "connection__provider")
     search_fields = ("request_id", "model", "connection__id")
     list_select_related = ("connection",)
-    raw_id_fields = ("connection",)
+    raw_id_fields = ("connection", "token")
     ordering = ("-occurred_at", "-id")
     date_hierarchy = "occurred_at"
     readonly_fields = ("created_at",)
@@ -489,9 +491,31 @@ class StateVersionAdmin(admin.ModelAdmin):
 
 
 class GatewayTokenForm(ModelForm):
+    # Typed as ids separated by commas or spaces rather than as JSON; stored as a list.
+    connection_ids = forms.CharField(
+        required=False,
+        label="Connections",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Connection ids this token may report on and read, separated by commas or spaces "
+        "(any other one is refused with 403 connection_not_allowed). Empty: every connection.",
+    )
+
     class Meta:
         model = GatewayToken
-        fields = ("name", "scope_resolve", "scope_report")
+        fields = ("name", "scope_resolve", "scope_report", "connection_ids", "spend_ceiling_usd")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.initial["connection_ids"] = ", ".join(self.instance.connection_ids or [])
+
+    def clean_connection_ids(self) -> list[str]:
+        raw = self.cleaned_data.get("connection_ids") or ""
+        ids = list(dict.fromkeys(part for part in re.split(r"[\s,]+", raw) if part))
+        message = connection_ids_errors(ids)
+        if message:
+            raise forms.ValidationError(message)
+        return ids
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -511,6 +535,8 @@ class GatewayTokenAdmin(admin.ModelAdmin):
         "prefix_shown",
         "scope_resolve",
         "scope_report",
+        "connections",
+        "spend_ceiling_usd",
         "created_at",
         "last_used_at",
         "status",
@@ -522,12 +548,14 @@ class GatewayTokenAdmin(admin.ModelAdmin):
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         if obj is None:
-            return ("name", "scope_resolve", "scope_report")
+            return ("name", "scope_resolve", "scope_report", "connection_ids", "spend_ceiling_usd")
         return (
             "name",
             "prefix_shown",
             "scope_resolve",
             "scope_report",
+            "connection_ids",
+            "spend_ceiling_usd",
             "created_at",
             "last_used_at",
             "revoked_at",
@@ -536,6 +564,10 @@ class GatewayTokenAdmin(admin.ModelAdmin):
     @admin.display(description="token starts with")
     def prefix_shown(self, obj: GatewayToken) -> str:
         return f"{obj.prefix}…" if obj.prefix else "—"
+
+    @admin.display(description="connections")
+    def connections(self, obj: GatewayToken) -> str:
+        return ", ".join(obj.connection_ids) if obj.connection_ids else "all"
 
     @admin.display(description="status")
     def status(self, obj: GatewayToken) -> str:

@@ -3,6 +3,7 @@ messages in the admin and the services)."""
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import Any, ClassVar
 
@@ -374,6 +375,11 @@ class UsageEvent(models.Model):
     cost_usd = models.DecimalField(max_digits=16, decimal_places=6, default=Decimal(0))
     occurred_at = models.DateTimeField()
     payload_hash = models.CharField(max_length=64, blank=True, default="")
+    # The gateway token that reported the event (its spend ceiling counts it); null for events that no
+    # token reported (imports, the admin) or whose token was deleted.
+    token = models.ForeignKey(
+        "GatewayToken", on_delete=models.SET_NULL, null=True, blank=True, related_name="usage_events"
+    )
     # What the first report of this event was answered (the budgets after it), for its replays.
     response = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -381,6 +387,7 @@ class UsageEvent(models.Model):
     class Meta:
         indexes: ClassVar[list[models.Index]] = [
             models.Index(fields=["occurred_at"], name="usage_occurred_at_idx"),
+            models.Index(fields=["token", "occurred_at"], name="usage_token_occurred_at_idx"),
         ]
         constraints: ClassVar[list[models.BaseConstraint]] = [
             models.CheckConstraint(
@@ -452,6 +459,11 @@ class LadderConfiguration(models.Model):
     free_max_input_usd_per_mtok = models.FloatField(default=0.0)
     cheap_max_input_usd_per_mtok = models.FloatField(default=1.0)
     refresh_interval_s = models.FloatField(default=60.0, help_text="Seconds between quota refreshes.")
+    max_event_cost_usd = models.FloatField(
+        default=100.0,
+        help_text="A usage event priced above this many USD is refused (a gateway's typo or a hostile "
+        "report would otherwise empty the rung budgets). Imports' spend is exempt.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -561,12 +573,57 @@ class GatewayToken(models.Model):
     prefix = models.CharField(max_length=16, editable=False)
     scope_resolve = models.BooleanField(default=True)
     scope_report = models.BooleanField(default=True)
+    # The connections this token may name (API.md: 403 connection_not_allowed for another); empty =
+    # every connection. Ids, not foreign keys: deleting a connection must not widen a token to all.
+    connection_ids = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='Connection ids this token may report on and read, e.g. ["claude-1", "codex-2"]; '
+        "empty = every connection.",
+    )
+    spend_ceiling_usd = models.DecimalField(
+        max_digits=16,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal(0))],
+        help_text="USD of budgeted (cheap and premium rung) usage this token may report per budget period; "
+        "past it, its reports are refused. Empty = no ceiling.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
 
+    class Meta:
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.CheckConstraint(
+                condition=Q(spend_ceiling_usd__isnull=True) | Q(spend_ceiling_usd__gte=0),
+                name="token_spend_ceiling_non_negative",
+                violation_error_message="spend_ceiling_usd must be empty or ≥ 0.",
+            ),
+        ]
+
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+    def clean(self) -> None:
+        message = connection_ids_errors(self.connection_ids)
+        if message:
+            raise ValidationError({"connection_ids": message})
+
+    def allows_connection(self, connection_id: str | None) -> bool:
+        return not self.connection_ids or connection_id in self.connection_ids
+
+
+def connection_ids_errors(value: Any) -> str | None:
+    """A readable message unless value is a list of connection ids (each in the id format)."""
+    message = string_list_errors(value)
+    if message:
+        return f"connection_ids {message}; empty for every connection"
+    bad = [item for item in value if not re.match(CONNECTION_ID_PATTERN, item)]
+    if bad:
+        return f"connection_ids: {', '.join(map(repr, bad))}: {CONNECTION_ID_MESSAGE}"
+    return None
 
 
 class Heartbeat(models.Model):

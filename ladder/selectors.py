@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from functools import cache
 from typing import Any, cast
 
@@ -91,7 +93,17 @@ def _rows(name: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return cursor.fetchall()
 
 
-GATEWAY_TOKEN_FIELDS = ("id", "name", "token_hash", "scope_resolve", "scope_report", "last_used_at")
+GATEWAY_TOKEN_FIELDS = (
+    "id",
+    "name",
+    "token_hash",
+    "scope_resolve",
+    "scope_report",
+    "connection_ids",
+    "spend_ceiling_usd",
+    "last_used_at",
+)
+TOKEN_CEILING_QUANTUM = Decimal("0.000001")
 
 
 def gateway_token_by_hash(*, token_hash: str) -> m.GatewayToken | None:
@@ -100,8 +112,15 @@ def gateway_token_by_hash(*, token_hash: str) -> m.GatewayToken | None:
     if not rows:
         return None
     db = db_connection.alias
-    values = [*rows[0][:-1], _aware(rows[0][-1])]  # last_used_at: SQLite's cursor gives it naive
-    return m.GatewayToken.from_db(db, list(GATEWAY_TOKEN_FIELDS), values)
+    values = dict(zip(GATEWAY_TOKEN_FIELDS, rows[0], strict=True))
+    values["last_used_at"] = _aware(values["last_used_at"])  # SQLite's cursor gives it naive
+    # A raw cursor skips the fields' converters: the JSON list comes as text, the ceiling as a number.
+    ids = values["connection_ids"]
+    values["connection_ids"] = json.loads(ids) if isinstance(ids, str | bytes) else (ids or [])
+    ceiling = values["spend_ceiling_usd"]
+    if ceiling is not None:
+        values["spend_ceiling_usd"] = Decimal(str(ceiling)).quantize(TOKEN_CEILING_QUANTUM)
+    return m.GatewayToken.from_db(db, list(GATEWAY_TOKEN_FIELDS), list(values.values()))
 
 
 def _aware(moment: datetime | None) -> datetime | None:

@@ -254,7 +254,12 @@ LADDER_DEFAULTS = {
     "free_max_input_usd_per_mtok": float(os.getenv("LADDER_FREE_MAX_INPUT_USD_PER_MTOK", "0")),
     "cheap_max_input_usd_per_mtok": float(os.getenv("LADDER_CHEAP_MAX_INPUT_USD_PER_MTOK", "1.00")),
     "refresh_interval_s": envint("LADDER_REFRESH_INTERVAL_S", "60"),
+    "max_event_cost_usd": float(os.getenv("LADDER_MAX_EVENT_COST_USD", "100")),
 }
+# Reports (scope report: usage, observations, failures) per gateway token per minute; past it, 429
+# rate_limited. Generous: a gateway at full load reports once per upstream request.
+LADDER_REPORT_RATE_PER_MIN = envint("LADDER_REPORT_RATE_PER_MIN", "6000")
+LADDER_RATELIMIT_PREFIX = os.getenv("LADDER_RATELIMIT_PREFIX", "ladder:ratelimit")
 
 # Base URL override for every provider adapter (the local fake upstream in tests and the demo).
 LADDER_UPSTREAM_BASE_URL = os.getenv("LADDER_UPSTREAM_BASE_URL", "")

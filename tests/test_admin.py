@@ -110,6 +110,7 @@ def configuration_form(**overrides: str) -> dict[str, str]:
         "free_max_input_usd_per_mtok": "0",
         "cheap_max_input_usd_per_mtok": "1",
         "refresh_interval_s": "60",
+        "max_event_cost_usd": "100",
     }
     return {**data, **overrides}
 
@@ -228,6 +229,19 @@ def test_it_shows_configuration_field_errors(admin_client: Client) -> None:
     assert "must be a number between 0 and 100" in body
     assert "gold: unknown rung &#x27;gold&#x27;" in body
     assert LadderConfiguration.load().exit_cutoff_pct == 2.0
+
+
+def test_it_refuses_a_negative_max_event_cost_naming_it(admin_client: Client) -> None:
+    configuration = LadderConfiguration.load()
+    url = reverse("admin:ladder_ladderconfiguration_change", args=[configuration.pk])
+
+    response = admin_client.post(url, configuration_form(max_event_cost_usd="-1"))
+
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["max_event_cost_usd"] == ["must be a number ≥ 0"]
+    assert LadderConfiguration.load().max_event_cost_usd == 100.0
+    admin_client.post(url, configuration_form(max_event_cost_usd="250"))
+    assert LadderConfiguration.load().max_event_cost_usd == 250.0
 
 
 def test_it_saves_a_valid_configuration(admin_client: Client) -> None:

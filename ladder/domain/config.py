@@ -10,7 +10,7 @@ from ladder.domain.types import BUDGET_PERIODS, BUDGET_RUNGS, LadderConfig
 
 PERCENT_FIELDS = ("exit_cutoff_pct", "reentry_min_remaining_pct")
 POSITIVE_FIELDS = ("max_reading_age_s", "refresh_interval_s")
-PRICE_FIELDS = ("free_max_input_usd_per_mtok", "cheap_max_input_usd_per_mtok")
+PRICE_FIELDS = ("free_max_input_usd_per_mtok", "cheap_max_input_usd_per_mtok", "max_event_cost_usd")
 CONFIG_FIELDS = (
     "exit_cutoff_pct",
     "reentry_min_remaining_pct",
@@ -20,6 +20,7 @@ CONFIG_FIELDS = (
     "free_max_input_usd_per_mtok",
     "cheap_max_input_usd_per_mtok",
     "refresh_interval_s",
+    "max_event_cost_usd",
 )
 
 

@@ -129,6 +129,7 @@ class LadderConfig:
     free_max_input_usd_per_mtok: float = 0.0
     cheap_max_input_usd_per_mtok: float = 1.0
     refresh_interval_s: float = 60.0
+    max_event_cost_usd: float = 100.0  # a usage event priced above it is refused (API.md)
 
     @property
     def reentry_floor_pct(self) -> float:

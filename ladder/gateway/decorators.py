@@ -23,6 +23,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from ladder.gateway.duplicate_keys import duplicate_key_path
 from ladder.models import GatewayToken
+from ladder.security.ratelimit import rate_limit_hit
 from ladder.services.tokens import SCOPES, gateway_token_authenticate
 
 logger = logging.getLogger(__name__)
@@ -203,6 +204,38 @@ def authenticate(request: HttpRequest, scope: str) -> GatewayToken:
     return token
 
 
+def request_token(request: HttpRequest) -> GatewayToken | None:
+    """The gateway token that api_view authenticated for this request (None on an open view)."""
+    token: GatewayToken | None = getattr(request, "gateway_token", None)
+    return token
+
+
+def report_rate_check(token: GatewayToken) -> None:
+    """429 rate_limited past LADDER_REPORT_RATE_PER_MIN reports of this token in the minute."""
+    limit = int(settings.LADDER_REPORT_RATE_PER_MIN)
+    retry_s = rate_limit_hit(key=f"report:{token.pk}", limit=limit)
+    if retry_s is not None:
+        raise ApiError(
+            429,
+            "rate_limited",
+            f"the gateway token {token.name!r} sent more than {limit} reports this minute; "
+            f"retry in {retry_s} s",
+            headers={"Retry-After": str(retry_s)},
+        )
+
+
+def connection_allowed(request: HttpRequest, connection_id: str, field: str = "connection_id") -> None:
+    """403 connection_not_allowed when the request's token is limited to other connections."""
+    token = request_token(request)
+    if token is not None and not token.allows_connection(connection_id):
+        raise ApiError(
+            403,
+            "connection_not_allowed",
+            f"the gateway token {token.name!r} may not name connection {connection_id!r}",
+            field=field,
+        )
+
+
 def release_frames(exc: BaseException) -> None:
     """Drop the local variables of a database error's traceback frames, down its chain of causes.
 
@@ -236,7 +269,10 @@ def api_view(*, methods: Collection[str], scope: str | None = None) -> Callable[
                         headers={"Allow": ", ".join(allowed)},
                     )
                 if scope is not None:
-                    authenticate(request, scope)
+                    token = authenticate(request, scope)
+                    request.gateway_token = token  # type: ignore[attr-defined]
+                    if scope == "report":
+                        report_rate_check(token)
                 response = view(request, *args, **kwargs)
             except ApiError as error:
                 drain_body(request)

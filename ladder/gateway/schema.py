@@ -331,7 +331,7 @@ ERROR_TEXT = {
     400: "Invalid JSON, an object that repeats a key, a wrong shape or type, a bad query parameter, or "
     "a model id outside the auto-id grammar",
     401: "No bearer token, or an unknown or revoked one",
-    403: "The token lacks the scope",
+    403: "The token lacks the scope, or may not name this connection (connection_not_allowed)",
     404: "Unknown connection",
     405: "Method not allowed",
     409: "The request_id was already reported with another payload",
@@ -339,6 +339,7 @@ ERROR_TEXT = {
     415: "Not application/json",
     422: "Understood but not acceptable (unknown connection or model, a time in the future, a reading "
     "that cannot be stored)",
+    429: "Too many reports from this token this minute (rate_limited); see Retry-After",
     503: "The database is unavailable",
 }
 
@@ -434,7 +435,7 @@ def _document() -> dict[str, Any]:
                     "requestBody": _body({"oneOf": [ref("UsageEvent"), ref("UsageBatch")]}),
                     "responses": {
                         **_ok("UsageResponse", "Recorded (or replayed); the rung spend and budgets after it"),
-                        **_errors(*BODY_ERRORS, 409, 422),
+                        **_errors(*BODY_ERRORS, 409, 422, 429),
                     },
                 }
             },
@@ -476,7 +477,7 @@ def _document() -> dict[str, Any]:
                     "requestBody": _body(ref("ObservationRequest")),
                     "responses": {
                         **_ok("ObservationResponse", "The reading stored, or null"),
-                        **_errors(*BODY_ERRORS, 404, 422),
+                        **_errors(*BODY_ERRORS, 404, 422, 429),
                     },
                 }
             },
@@ -488,7 +489,7 @@ def _document() -> dict[str, Any]:
                     "requestBody": _body(ref("FailureRequest")),
                     "responses": {
                         **_ok("FailureResponse", "The classification and its effect"),
-                        **_errors(*BODY_ERRORS, 404, 422),
+                        **_errors(*BODY_ERRORS, 404, 422, 429),
                     },
                 }
             },

@@ -33,7 +33,16 @@ from ladder.domain.resolve import billing_verdict
 from ladder.domain.timefmt import format_utc, format_utc_or_none
 from ladder.domain.types import Connection, Rung, Snapshot
 from ladder.domain.windows import FUTURE_TOLERANCE_S
-from ladder.gateway.decorators import ApiError, api_view, authenticate, invalid, read_json_body, unprocessable
+from ladder.gateway.decorators import (
+    ApiError,
+    api_view,
+    authenticate,
+    connection_allowed,
+    invalid,
+    read_json_body,
+    request_token,
+    unprocessable,
+)
 from ladder.gateway.inputs import (
     escalations_query,
     failure_input,
@@ -231,8 +240,10 @@ def budgets_to_dict(budgets: dict[Rung, RungBudget]) -> dict[str, Any]:
 @api_view(methods=("POST",), scope="report")
 def usage_report(request: HttpRequest) -> JsonResponse:
     events = usage_input(read_json_body(request))
+    for event in events:
+        connection_allowed(request, event.connection_id, event.field("connection_id"))
     try:
-        result = usage_record(events=events, now=current_time())
+        result = usage_record(events=events, now=current_time(), token=request_token(request))
     except UsageInvalid as exc:
         raise unprocessable(str(exc), exc.field, code=exc.code) from None
     except UsageConflict as exc:
@@ -307,9 +318,11 @@ def connection_to_dict(connection: Connection, snapshot: Snapshot) -> dict[str, 
 def connections_list(request: HttpRequest) -> JsonResponse:
     now = current_time()
     snapshot = snapshot_cache.get(now)
+    token = request_token(request)
+    allowed = [c for c in snapshot.connections if token is None or token.allows_connection(c.id)]
     return JsonResponse(
         {
-            "connections": [connection_to_dict(c, snapshot) for c in snapshot.connections],
+            "connections": [connection_to_dict(c, snapshot) for c in allowed],
             "budgets": budgets_to_dict(rung_budgets(snapshot.config, snapshot.spend_usd, now)),
         }
     )
@@ -317,6 +330,7 @@ def connections_list(request: HttpRequest) -> JsonResponse:
 
 @api_view(methods=("GET",), scope="resolve")
 def connection_detail(request: HttpRequest, connection_id: str) -> JsonResponse:
+    connection_allowed(request, connection_id)
     now = current_time()
     snapshot = snapshot_cache.get(now)
     found = snapshot.connections_by_id.get(connection_id)
@@ -337,6 +351,7 @@ def connection_detail(request: HttpRequest, connection_id: str) -> JsonResponse:
 
 @api_view(methods=("POST",), scope="report")
 def connection_observations(request: HttpRequest, connection_id: str) -> JsonResponse:
+    connection_allowed(request, connection_id)
     _known_connection(connection_id)
     payload = observation_input(read_json_body(request))
     now = current_time()
@@ -355,6 +370,7 @@ def connection_observations(request: HttpRequest, connection_id: str) -> JsonRes
 
 @api_view(methods=("POST",), scope="report")
 def connection_failures(request: HttpRequest, connection_id: str) -> JsonResponse:
+    connection_allowed(request, connection_id)
     _known_connection(connection_id)
     payload = failure_input(read_json_body(request))
     now = current_time()

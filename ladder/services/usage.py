@@ -17,11 +17,12 @@ from datetime import datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from django.db import IntegrityError, transaction
+from django.db.models import Sum
 
 from ladder import models as m
 from ladder import selectors
 from ladder.domain.billing import classify_billing
-from ladder.domain.budgets import BUDGET_RUNG_NAMES, RungBudget, rung_budgets
+from ladder.domain.budgets import BUDGET_RUNG_NAMES, RungBudget, period_bounds, rung_budgets
 from ladder.domain.tiers import rung_for
 from ladder.domain.timefmt import format_utc_or_none
 from ladder.domain.types import Rung
@@ -111,11 +112,15 @@ def quantize_usd(value: Decimal) -> Decimal:
     return value.quantize(MICRO_USD, rounding=ROUND_HALF_EVEN)
 
 
-def usage_record(*, events: Sequence[UsageInput], now: datetime) -> UsageResult:
+def usage_record(
+    *, events: Sequence[UsageInput], now: datetime, token: m.GatewayToken | None = None
+) -> UsageResult:
     """Record the events (all or none) and answer with each one and the budgets of the current period.
 
     A request_id already recorded with the same payload is a no-op answered like the first time;
-    with another payload, UsageConflict. UsageInvalid for an event that cannot be counted.
+    with another payload, UsageConflict. UsageInvalid for an event that cannot be counted: one priced
+    above the configuration's max_event_cost_usd, or one that takes the reporting token past its
+    spend ceiling (code token_spend_ceiling).
     """
     if not events:
         raise UsageInvalid("events", "send at least one event")
@@ -124,7 +129,7 @@ def usage_record(*, events: Sequence[UsageInput], now: datetime) -> UsageResult:
     unique = _dedupe(events)
     for attempt in range(RACE_RETRIES):
         try:
-            recorded, budgets = _record_once(unique, now)
+            recorded, budgets = _record_once(unique, now, token)
             break
         except IntegrityError:
             # Another report inserted one of these request_ids meanwhile: read it back as a replay.
@@ -198,7 +203,7 @@ def _recorded(row: m.UsageEvent) -> UsageRecorded:
 
 
 def _record_once(
-    events: list[UsageInput], now: datetime
+    events: list[UsageInput], now: datetime, token: m.GatewayToken | None
 ) -> tuple[list[UsageRecorded], dict[Rung, RungBudget] | None]:
     """The events recorded and the budgets to answer with: computed after inserting the new events
     (and stored with them, so that a replay answers the same), or the ones stored by the report that
@@ -214,10 +219,12 @@ def _record_once(
             fresh.append(event)
         elif row.payload_hash != event.payload_hash:
             raise UsageConflict(event.field("request_id"), event.request_id)
-    rows = _price(fresh, now) if fresh else []
+    rows = _price(fresh, now, token) if fresh else []
     budgets: dict[Rung, RungBudget] | None = None
     if rows:
         with transaction.atomic():
+            if token is not None and token.spend_ceiling_usd is not None:
+                _check_token_ceiling(token, Decimal(token.spend_ceiling_usd), rows, fresh, now)
             m.UsageEvent.objects.bulk_create(rows)
             spend_add(costs=[(r.budget_rung, r.occurred_at, r.cost_usd) for r in rows if r.budget_rung])
             budgets = _current_budgets(now)
@@ -232,7 +239,36 @@ def _record_once(
     return [_recorded(row) for row in (*existing.values(), *rows)], budgets
 
 
-def _price(events: list[UsageInput], now: datetime) -> list[m.UsageEvent]:
+def _check_token_ceiling(
+    token: m.GatewayToken, ceiling: Decimal, rows: list[m.UsageEvent], events: list[UsageInput], now: datetime
+) -> None:
+    """UsageInvalid (token_spend_ceiling) when these rows take the token's budgeted spend of the
+    current budget period past its ceiling. Call inside the transaction that inserts them.
+
+    The spend is summed from the token's events (an index on token and time): only tokens with a
+    ceiling pay for it, and a ceiling is for a gateway trusted with little, reporting little. The
+    token's row is locked first so that two of its reports cannot both pass on PostgreSQL (SQLite
+    writes one transaction at a time anyway)."""
+    period = selectors.configuration_get().to_domain().budget_period
+    start, end = period_bounds(now, period)
+    m.GatewayToken.objects.select_for_update().filter(pk=token.pk).values_list("pk", flat=True).first()
+    spent = m.UsageEvent.objects.filter(
+        token_id=token.pk, budget_rung__isnull=False, occurred_at__gte=start, occurred_at__lt=end
+    ).aggregate(total=Sum("cost_usd"))["total"] or Decimal(0)
+    for row, event in zip(rows, events, strict=True):
+        if row.budget_rung is None or not start <= row.occurred_at < end:
+            continue
+        spent += Decimal(row.cost_usd)
+        if spent > ceiling:
+            raise UsageInvalid(
+                event.field("cost_usd"),
+                f"the gateway token {token.name!r} would pass its spend ceiling of ${ceiling} this "
+                f"{period} (${spent} of budgeted usage); nothing was recorded",
+                code="token_spend_ceiling",
+            )
+
+
+def _price(events: list[UsageInput], now: datetime, token: m.GatewayToken | None) -> list[m.UsageEvent]:
     """The rows to insert: rung, budget rung and cost of each event. UsageInvalid names the field."""
     connection_rows = {
         row.id: row for row in m.Connection.objects.filter(pk__in={event.connection_id for event in events})
@@ -240,6 +276,7 @@ def _price(events: list[UsageInput], now: datetime) -> list[m.UsageEvent]:
     catalog = {(e.provider, e.auth_type): e for e in selectors.catalog_entries()}
     models = {(e.provider, e.model): e for e in selectors.model_entries()}
     config = selectors.configuration_get().to_domain()
+    max_event_cost = Decimal(str(config.max_event_cost_usd))
     rows = []
     for event in events:
         if event.occurred_at is not None and event.occurred_at > now + timedelta(seconds=FUTURE_TOLERANCE_S):
@@ -277,6 +314,12 @@ def _price(events: list[UsageInput], now: datetime) -> list[m.UsageEvent]:
                 f"${cost} is more than ${MAX_COST_USD} for one request",
                 code="cost_too_large",
             )
+        if cost > max_event_cost:
+            raise UsageInvalid(
+                event.field("cost_usd"),
+                f"${cost} is more than max_event_cost_usd (${max_event_cost}) for one event",
+                code="cost_too_large",
+            )
         rows.append(
             m.UsageEvent(
                 request_id=event.request_id,
@@ -289,6 +332,7 @@ def _price(events: list[UsageInput], now: datetime) -> list[m.UsageEvent]:
                 cost_usd=cost,
                 occurred_at=event.occurred_at or now,
                 payload_hash=event.payload_hash,
+                token_id=token.pk if token is not None else None,
             )
         )
     return rows

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -95,3 +96,42 @@ def test_it_lists_failures_read_only(admin_client: Client) -> None:
     assert "quota_exhausted" in listing.content.decode()
     assert detail.status_code == 200
     assert admin_client.get("/admin/ladder/failureevent/add/").status_code == 403
+
+
+def test_it_limits_a_token_to_connections_and_a_spend_ceiling(admin_client: Client) -> None:
+    token, _ = gateway_token_create(name="gw")
+    change = f"/admin/ladder/gatewaytoken/{token.pk}/change/"
+
+    response = admin_client.post(
+        change,
+        {
+            "name": "gw",
+            "scope_report": "on",
+            "connection_ids": "claude-1, codex-2\ncodex-2",
+            "spend_ceiling_usd": "25",
+        },
+    )
+
+    assert response.status_code == 302
+    token.refresh_from_db()
+    assert token.connection_ids == ["claude-1", "codex-2"]
+    assert token.spend_ceiling_usd == Decimal("25")
+    assert "claude-1, codex-2" in admin_client.get(change).content.decode()
+    assert "claude-1, codex-2" in admin_client.get(LIST).content.decode()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [("connection_ids", "ok-1, bad/id", "bad/id"), ("spend_ceiling_usd", "-1", "greater than or equal to 0")],
+)
+def test_it_refuses_a_bad_limit_naming_it(admin_client: Client, field: str, value: str, message: str) -> None:
+    token, _ = gateway_token_create(name="gw")
+
+    response = admin_client.post(
+        f"/admin/ladder/gatewaytoken/{token.pk}/change/", {"name": "gw", "scope_report": "on", field: value}
+    )
+
+    assert response.status_code == 200
+    assert message in response.content.decode()
+    token.refresh_from_db()
+    assert (token.connection_ids, token.spend_ceiling_usd) == ([], None)

@@ -111,8 +111,8 @@ def test_it_replays_when_it_loses_an_insert_race(key: m.Connection, monkeypatch:
     real = service._price
     raced = {"done": False}
 
-    def price_then_race(events: list[UsageInput], now: datetime) -> list[m.UsageEvent]:
-        rows = real(events, now)
+    def price_then_race(events: list[UsageInput], now: datetime, token: Any) -> list[m.UsageEvent]:
+        rows = real(events, now, token)
         if not raced["done"]:
             raced["done"] = True
             m.UsageEvent.objects.create(
@@ -140,7 +140,7 @@ def test_it_replays_when_it_loses_an_insert_race(key: m.Connection, monkeypatch:
 def test_it_gives_up_after_repeated_races(key: m.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
     from ladder.services import usage as service
 
-    def always_race(events: list[UsageInput], now: datetime) -> list[Any]:
+    def always_race(events: list[UsageInput], now: datetime, token: Any) -> list[Any]:
         raise IntegrityError("duplicate key")
 
     monkeypatch.setattr(service, "_record_once", always_race)
