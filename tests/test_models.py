@@ -12,6 +12,7 @@ from ladder.domain.types import LadderConfig
 from ladder.models import (
     BillingCatalogEntry,
     Connection,
+    FailureEvent,
     LadderConfiguration,
     ModelCatalogEntry,
     QuotaReading,
@@ -244,3 +245,27 @@ def test_it_keeps_an_empty_models_list_apart_from_every_model() -> None:
 
     assert Connection.objects.get(pk="c1").models == []
     assert Connection.objects.get(pk="c2").models is None
+
+
+def test_the_migration_scrubs_credentials_quoted_in_stored_failures() -> None:
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("ladder.migrations.0016_gateway_token_limits")
+    key = "sk-proj-StoredBeforeTheFix-0123456789"
+    connection = Connection(id="c1", provider="openai", auth_type="apikey", last_poll_error=f"401: {key}")
+    connection.set_credential(key)
+    connection.save()
+    FailureEvent.objects.create(
+        connection=connection,
+        status=401,
+        classification="auth_failed",
+        detail=f"key ...{key[-12:]}",
+        observed_at=NOW,
+    )
+
+    migration.scrub_quoted_credentials(apps, None)
+
+    assert Connection.objects.get(pk="c1").last_poll_error == "401: [redacted]"
+    assert FailureEvent.objects.get().detail == "key ...[redacted]"

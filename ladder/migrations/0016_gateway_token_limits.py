@@ -3,7 +3,31 @@
 import django.core.validators
 import django.db.models.deletion
 from decimal import Decimal
+from django.core.exceptions import ImproperlyConfigured
 from django.db import migrations, models
+
+from ladder.security.crypto import CredentialDecryptionError, decrypt_credential
+from ladder.security.logredact import strip_secrets
+
+
+def scrub_quoted_credentials(apps, schema_editor):
+    """Strip each connection's credential from the failure details and poll errors stored before the
+    poller and the failure service learnt to (an upstream may quote the key back). A credential that
+    does not decrypt here is left alone: nothing of it can be found without it."""
+    Connection = apps.get_model("ladder", "Connection")
+    FailureEvent = apps.get_model("ladder", "FailureEvent")
+    for connection in Connection.objects.exclude(credential_ciphertext="").iterator():
+        try:
+            secrets = (decrypt_credential(connection.credential_ciphertext),)
+        except (CredentialDecryptionError, ImproperlyConfigured):
+            continue
+        stripped = strip_secrets(connection.last_poll_error, secrets)
+        if stripped != connection.last_poll_error:
+            Connection.objects.filter(pk=connection.pk).update(last_poll_error=stripped)
+        for event in FailureEvent.objects.filter(connection_id=connection.pk).exclude(detail="").iterator():
+            stripped = strip_secrets(event.detail, secrets)
+            if stripped != event.detail:
+                FailureEvent.objects.filter(pk=event.pk).update(detail=stripped)
 
 
 class Migration(migrations.Migration):
@@ -41,4 +65,5 @@ class Migration(migrations.Migration):
             model_name='gatewaytoken',
             constraint=models.CheckConstraint(condition=models.Q(('spend_ceiling_usd__isnull', True), ('spend_ceiling_usd__gte', 0), _connector='OR'), name='token_spend_ceiling_non_negative', violation_error_message='spend_ceiling_usd must be empty or ≥ 0.'),
         ),
+        migrations.RunPython(scrub_quoted_credentials, migrations.RunPython.noop),
     ]
