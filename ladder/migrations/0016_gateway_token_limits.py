@@ -33,7 +33,7 @@ def scrub_quoted_credentials(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ladder', '0013_connection_reserve_poll_interval'),
+        ('ladder', '0014_failure_windows'),
     ]
 
     operations = [

@@ -62,8 +62,8 @@ from ladder.domain.windows import clamp_failure_resets
 from ladder.models import Connection, FailureEvent
 from ladder.providers import DEFAULT_TIMEOUT, ConnectionRef, FetchError, ProviderAdapter, get_adapter
 from ladder.security.crypto import CredentialDecryptionError
-from ladder.selectors import connection_poll_floor_s
 from ladder.security.logredact import strip_secrets
+from ladder.selectors import connection_poll_floor_s
 from ladder.services import hotstate
 from ladder.services.readings import ClaimLost, HotItem, configuration_load, log_reset_clamps, reading_store
 from ladder.services.refresh_metrics import PollRecord, refresh_metrics_record
