@@ -106,11 +106,14 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _finite_float(text: str) -> float:
+def _json_number(text: str) -> float | int:
+    """A JSON number with a fraction or an exponent. JSON has one number type, and JSON Schema reads
+    429.0 as an integer: so does the API (an integral value becomes an int, which msgspec takes where
+    an int belongs, and where a float does)."""
     value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"{text} is out of range for a number")
-    return value
+    return int(value) if value.is_integer() else value
 
 
 def _check_strings(document: Any) -> None:
@@ -164,7 +167,7 @@ def read_json_body(request: HttpRequest) -> Any:
     if not text.strip():
         raise invalid("the body is empty; send a JSON object", code="invalid_json")
     try:
-        document = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        document = json.loads(text, parse_constant=_reject_constant, parse_float=_json_number)
     except RecursionError:
         raise invalid("the body is nested too deeply", code="invalid_json") from None
     except ValueError as exc:

@@ -1,141 +1,176 @@
-"""Request bodies of the gateway API → typed values. A wrong shape is a 400 naming the field
-(`events[3].input_tokens`), with the offline state file's own parsers where they apply."""
+"""Request bodies of the gateway API → typed values, decoded into the Structs of ladder.contract.api.
+
+A wrong shape is a 400 naming the field by its path (`events[3].input_tokens: must be ≥ 0`),
+translated from msgspec's (`... - at `$.events[3].input_tokens``). A well-formed time that the ladder
+cannot use is a 422.
+"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, TypeVar
 
+import msgspec
+
+from ladder.contract import api
 from ladder.domain.autoid import AutoIdError, parse_auto_id
 from ladder.domain.types import Candidate
 from ladder.gateway.decorators import ApiError, invalid, unprocessable
-from ladder.offline.statefile import StateError, parse_candidates, parse_time
-from ladder.services.usage import MAX_COST_USD, MAX_EVENTS, UsageInput, quantize_usd
+from ladder.services.usage import UsageInput, quantize_usd
 
 T = TypeVar("T")
 
-MAX_TOKENS = 10**12
-MAX_ID_CHARS = 200
-MAX_HEADERS = 500
+# --- msgspec's errors, in the API's words -------------------------------------------------------
+
+_AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_KEY = re.compile(r"^Object (?P<kind>missing required|contains unknown) field `(?P<key>[^`]*)`$")
+_BOUND = re.compile(r"^Expected `(?P<type>\w+)` (?P<length>of length )?(?P<op>[<>]=?) (?P<limit>[-\d.e+]+)$")
+_SEGMENT = re.compile(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]")
+_TYPE_WORDS = {
+    "str": "a string",
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true or false",
+    "null": "null",
+    "array": "a list",
+    "object": "an object",
+    "datetime": "an ISO 8601 time",
+}
+_OPS = {"<": "<", "<=": "≤", ">": ">", ">=": "≥"}
+_SIZED = {"str": "characters", "array": "items", "object": "entries"}
 
 
-def is_number(value: Any) -> bool:
-    """A JSON number: not a boolean, finite. (A huge integer is finite, never converted to float.)"""
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return True
-    return isinstance(value, float) and math.isfinite(value)
+def _number(text: str) -> str:
+    value = float(text)
+    return str(int(value)) if value.is_integer() else text
 
 
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
+def _words(types: str) -> str:
+    words = [_TYPE_WORDS.get(name.strip(" `"), name.strip(" `")) for name in types.split("|")]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
-def _from_state_error(exc: StateError) -> ApiError:
-    return invalid(str(exc), exc.path or None)
+def _reworded(what: str) -> str:
+    """msgspec's complaint as the rest of the API words it."""
+    if what.startswith("Expected `str` matching regex"):
+        return "must be a non-empty string"
+    if what == "Expected `datetime` with a timezone component":
+        return "has no zone; write Z or an offset such as +02:00"
+    if what == "Invalid RFC3339 encoded datetime":
+        return "not a valid time; write ISO 8601 (RFC 3339) with a zone, e.g. 2026-08-22T12:00:00Z"
+    if what == "Number out of range":
+        return "the number is out of range"
+    bound = _BOUND.match(what)
+    if bound is not None:
+        op, limit, kind = _OPS[bound["op"]], _number(bound["limit"]), bound["type"]
+        if bound["length"] and (op, limit) == ("≥", "1"):
+            return "must not be empty"
+        if bound["length"]:
+            most = {"≤": "at most", "≥": "at least"}.get(op, op)
+            return f"must hold {most} {limit} {_SIZED.get(kind, 'items')}"
+        return f"must be {op} {limit}"
+    expected = re.match(r"^Expected `(?P<want>[^`]*)`, got `(?P<got>[^`]*)`$", what)
+    if expected is not None:
+        got = "a number with a fraction" if expected["got"] == "float" else _words(expected["got"])
+        return f"must be {_words(expected['want'])}, not {got}"
+    return what[:1].lower() + what[1:]
 
 
-class Body:
-    """A JSON object read field by field; keys outside `allowed` are refused (they would be ignored)."""
-
-    def __init__(self, value: Any, path: str, allowed: Sequence[str]) -> None:
-        if not isinstance(value, dict):
-            raise invalid(f"{path or 'the body'}: must be a JSON object", path or None)
-        for key in value:
-            if key not in allowed:
-                field = _join(path, key)
-                raise invalid(f"{field}: unknown key; accepted: {', '.join(allowed)}", field)
-        self.value = value
-        self.path = path
-
-    def field(self, key: str) -> str:
-        return _join(self.path, key)
-
-    def need(self, key: str, parse: Callable[[Any, str], T]) -> T:
-        if key not in self.value:
-            raise invalid(f"{self.field(key)}: is required", self.field(key))
-        return parse(self.value[key], self.field(key))
-
-    def get(self, key: str, parse: Callable[[Any, str], T], default: T) -> T:
-        if key not in self.value or self.value[key] is None:
-            return default
-        return parse(self.value[key], self.field(key))
+def _parts(path: str) -> list[str | int]:
+    return [key or (index if index == "..." else int(index)) for key, index in _SEGMENT.findall(path)]
 
 
-def text(value: Any, field: str, *, max_chars: int = MAX_ID_CHARS) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise invalid(f"{field}: must be a non-empty string", field)
-    if len(value) > max_chars:
-        raise invalid(f"{field}: must be at most {max_chars} characters", field)
-    return value
+def _joined(parts: list[str | int]) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
 
 
-def whole_number(value: Any) -> int | None:
-    """A JSON integer as JSON Schema reads one: 5 and 5.0 alike (JSON has one number type); else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
+def _first_bad_key(document: Any, parts: list[str | int]) -> str | int:
+    """The key of a header mapping (the requests' only open object) whose value msgspec refused."""
+    node = document
+    for part in parts:
+        node = node[part]
+    for key, value in node.items():
+        try:
+            msgspec.convert(value, api.HeaderValue)
+        except msgspec.ValidationError:
+            return str(key)
+    return "..."
 
 
-def count(value: Any, field: str) -> int:
-    value = whole_number(value)
-    if value is None:
-        raise invalid(f"{field}: must be a whole number ≥ 0", field)
-    if not 0 <= value <= MAX_TOKENS:
-        raise invalid(f"{field}: must be between 0 and {MAX_TOKENS}", field)
-    return value
+def _struct_fields(kind: Any, parts: list[str | int]) -> tuple[str, ...]:
+    """The keys that the object at `parts` of a `kind` document accepts (for "accepted: ...")."""
+    info: Any = msgspec.inspect.type_info(kind)
+    for part in [*parts, None]:
+        while True:
+            if isinstance(info, msgspec.inspect.Metadata):
+                info = info.type
+            elif isinstance(info, msgspec.inspect.UnionType):
+                info = next((t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)), info)
+                if isinstance(info, msgspec.inspect.UnionType):
+                    return ()
+            else:
+                break
+        if part is None:
+            break
+        if isinstance(info, msgspec.inspect.StructType):
+            info = next((f.type for f in info.fields if f.encode_name == part), None)
+        elif isinstance(info, msgspec.inspect.VarTupleType | msgspec.inspect.ListType):
+            info = info.item_type
+        else:
+            return ()
+    if isinstance(info, msgspec.inspect.StructType):
+        return tuple(f.encode_name for f in info.fields)
+    return ()
 
 
-def usd(value: Any, field: str) -> Decimal:
-    if not is_number(value) or value < 0 or value > MAX_COST_USD:
-        raise invalid(f"{field}: must be a number of USD between 0 and {MAX_COST_USD}", field)
-    return quantize_usd(Decimal(str(value)))
+def decode_error(exc: msgspec.ValidationError, document: Any, kind: Any) -> ApiError:
+    """A 400 naming the field at fault, in the form `events[3].cost_usd: must be ≥ 0`."""
+    found = _AT.match(str(exc))
+    assert found is not None  # the pattern matches any text
+    what, parts = found["what"], _parts(found["path"] or "")
+    if "..." in parts:
+        at = parts.index("...")
+        parts[at] = _first_bad_key(document, parts[:at])
+    key = _KEY.match(what)
+    if key is not None:
+        accepted = _struct_fields(kind, parts)
+        parts.append(key["key"])
+        if key["kind"] == "missing required":
+            message = "is required"
+        else:
+            message = "unknown key" + (f"; accepted: {', '.join(accepted)}" if accepted else "")
+    else:
+        message = _reworded(what)
+    field = _joined(parts)
+    return invalid(f"{field}: {message}" if field else f"the body {message}", field or None)
 
 
-def http_status(value: Any, field: str) -> int:
-    status = whole_number(value)
-    if status is None or not 100 <= status <= 599:
-        raise invalid(f"{field}: must be an HTTP status code, a whole number from 100 to 599", field)
-    return status
+def decode(document: Any, kind: type[T]) -> T:
+    """`document` (a parsed JSON body) as a `kind`, or a 400 naming the field."""
+    try:
+        return msgspec.convert(document, kind)
+    except msgspec.ValidationError as exc:
+        raise decode_error(exc, document, kind) from None
 
+
+# --- times ------------------------------------------------------------------------------------
 
 # Times outside this range are refused: their arithmetic (cooldowns, resets, formatting) overflows.
 EARLIEST_MOMENT = datetime(2000, 1, 1, tzinfo=UTC)
 LATEST_MOMENT = datetime(2100, 1, 1, tzinfo=UTC)
 
 
-def _well_formed_time(value: Any) -> datetime | None:
-    """The time an ISO 8601 string with a zone names, whatever its year; None for anything else."""
-    if not isinstance(value, str):
-        return None
-    try:
-        when = datetime.fromisoformat(value)
-    except (OverflowError, ValueError):
-        return None
-    return when if when.tzinfo is not None and when.utcoffset() is not None else None
-
-
-def moment(value: Any, field: str) -> datetime:
-    """An ISO 8601 time with a zone (else a 400 naming the field), within 2000-01-01..2100-01-01 UTC: a
-    well-formed time outside that range is a 422 (the schema's date-time admits it; the ladder cannot
-    use it: its arithmetic would overflow). Returned in UTC: PostgreSQL refuses offsets beyond ±15:59
-    that ISO 8601 (and Python) allow, e.g. -18:31."""
-    when = _well_formed_time(value)
-    if when is None:
-        try:
-            parse_time(value, field)
-        except StateError as exc:
-            raise _from_state_error(exc) from None
-        raise invalid(f"{field}: not a valid time", field)
+def usable_time(when: datetime, field: str) -> datetime:
+    """`when` in UTC if it lies within 2000-01-01..2100-01-01, else a 422 (the schema's date-time
+    admits it; the ladder cannot use it: its arithmetic would overflow). In UTC because PostgreSQL
+    refuses offsets beyond ±15:59 that ISO 8601 (and Python) allow, e.g. -18:31."""
     try:
         utc = when.astimezone(UTC)
     except (OverflowError, ValueError):
@@ -149,24 +184,37 @@ def moment(value: Any, field: str) -> datetime:
     return utc
 
 
-def headers(value: Any, field: str) -> dict[str, str]:
-    """Header names to values: strings (numbers are written as text; a list is joined with ", ")."""
-    if not isinstance(value, dict):
-        raise invalid(f"{field}: must be an object of header names to values", field)
-    if len(value) > MAX_HEADERS:
-        raise invalid(f"{field}: at most {MAX_HEADERS} headers", field)
-    result: dict[str, str] = {}
-    for name, item in value.items():
-        where = f"{field}.{name}"
-        if isinstance(item, str):
-            result[name] = item
-        elif is_number(item):
-            result[name] = str(item)
-        elif isinstance(item, list) and all(isinstance(part, str) for part in item):
-            result[name] = ", ".join(item)
-        else:
-            raise invalid(f"{where}: a header value must be a string (or a list of strings)", where)
-    return result
+def _optional_time(when: datetime | msgspec.UnsetType, field: str) -> datetime | None:
+    return None if isinstance(when, msgspec.UnsetType) else usable_time(when, field)
+
+
+def moment(value: str, field: str) -> datetime:
+    """A time of a query string: ISO 8601 with a zone (else a 400 naming the field), usable (else 422)."""
+    try:
+        when = datetime.fromisoformat(value)
+    except (OverflowError, ValueError):
+        raise invalid(
+            f"{field}: {value!r} is not an ISO 8601 time, e.g. 2026-08-22T12:00:00Z", field
+        ) from None
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise invalid(f"{field}: {value!r} has no zone; write Z or an offset such as +02:00", field)
+    return usable_time(when, field)
+
+
+def _header_text(value: api.HeaderValue) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return ", ".join(value)
+    return str(value)
+
+
+def header_texts(headers: Mapping[str, api.HeaderValue]) -> dict[str, str]:
+    """Header names to text: numbers written as text, a list joined with ", "."""
+    return {name: _header_text(value) for name, value in headers.items()}
+
+
+# --- the bodies -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -176,37 +224,26 @@ class ResolveInput:
 
 
 def resolve_input(document: Any) -> ResolveInput:
-    body = Body(document, "", ("model", "candidates"))
-    if "model" not in body.value:
-        raise invalid("model: is required, e.g. auto/thrifty", "model")
-    try:
-        candidates = parse_candidates(body.value.get("candidates"), "candidates")
-    except StateError as exc:
-        raise _from_state_error(exc) from None
-    return ResolveInput(model=body.value["model"], candidates=candidates)
+    request = decode(document, api.ResolveRequest)
+    candidates = None
+    if request.candidates is not None:
+        candidates = tuple(
+            Candidate(c.provider, c.model, c.connection_id, c.allowed_connection_ids)
+            for c in request.candidates
+        )
+    return ResolveInput(model=request.model, candidates=candidates)
 
 
-USAGE_KEYS = (
-    "request_id",
-    "connection_id",
-    "model",
-    "input_tokens",
-    "output_tokens",
-    "cost_usd",
-    "occurred_at",
-)
-
-
-def usage_event(value: Any, path: str) -> UsageInput:
-    body = Body(value, path, USAGE_KEYS)
+def _usage(event: api.UsageEvent, path: str) -> UsageInput:
+    at = f"{path}.occurred_at" if path else "occurred_at"
     return UsageInput(
-        request_id=body.need("request_id", text),
-        connection_id=body.need("connection_id", text),
-        model=body.need("model", text),
-        input_tokens=body.get("input_tokens", count, 0),
-        output_tokens=body.get("output_tokens", count, 0),
-        cost_usd=body.get("cost_usd", usd, None),
-        occurred_at=body.get("occurred_at", moment, None),
+        request_id=event.request_id,
+        connection_id=event.connection_id,
+        model=event.model,
+        input_tokens=event.input_tokens,
+        output_tokens=event.output_tokens,
+        cost_usd=None if event.cost_usd is None else quantize_usd(Decimal(str(event.cost_usd))),
+        occurred_at=_optional_time(event.occurred_at, at),
         path=path,
     )
 
@@ -214,21 +251,17 @@ def usage_event(value: Any, path: str) -> UsageInput:
 def usage_input(document: Any) -> list[UsageInput]:
     """One event, or {"events": [...]} with 1 to 1,000 of them (more: 413)."""
     if isinstance(document, dict) and "events" in document:
-        Body(document, "", ("events",))
         events = document["events"]
-        if not isinstance(events, list):
-            raise invalid("events: must be a list of usage events", "events")
-        if not events:
-            raise invalid("events: send at least one event", "events")
-        if len(events) > MAX_EVENTS:
+        if isinstance(events, list) and len(events) > api.MAX_EVENTS:
             raise ApiError(
                 413,
                 "too_many_events",
-                f"events: at most {MAX_EVENTS} events per report (got {len(events)})",
+                f"events: at most {api.MAX_EVENTS} events per report (got {len(events)})",
                 field="events",
             )
-        return [usage_event(item, f"events[{index}]") for index, item in enumerate(events)]
-    return [usage_event(document, "")]
+        batch = decode(document, api.UsageBatch)
+        return [_usage(event, f"events[{index}]") for index, event in enumerate(batch.events)]
+    return [_usage(decode(document, api.UsageEvent), "")]
 
 
 @dataclass(frozen=True)
@@ -239,11 +272,11 @@ class ObservationInput:
 
 
 def observation_input(document: Any) -> ObservationInput:
-    body = Body(document, "", ("status", "headers", "observed_at"))
+    request = decode(document, api.ObservationRequest)
     return ObservationInput(
-        status=body.get("status", http_status, None),
-        headers=body.need("headers", headers),
-        observed_at=body.get("observed_at", moment, None),
+        status=request.status,
+        headers=header_texts(request.headers),
+        observed_at=_optional_time(request.observed_at, "observed_at"),
     )
 
 
@@ -257,15 +290,17 @@ class FailureInput:
 
 
 def failure_input(document: Any) -> FailureInput:
-    body = Body(document, "", ("status", "headers", "body", "model", "observed_at"))
+    request = decode(document, api.FailureRequest)
     return FailureInput(
-        status=body.need("status", http_status),
-        headers=body.get("headers", headers, {}),
-        body=body.value.get("body"),
-        model=body.get("model", text, None),
-        observed_at=body.get("observed_at", moment, None),
+        status=request.status,
+        headers=header_texts(request.headers),
+        body=request.body,
+        model=request.model,
+        observed_at=_optional_time(request.observed_at, "observed_at"),
     )
 
+
+# --- the escalation log's query string --------------------------------------------------------
 
 ESCALATION_QUERY_KEYS = ("auto_id", "since", "limit")
 ESCALATIONS_DEFAULT_LIMIT = 100

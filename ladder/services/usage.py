@@ -21,6 +21,7 @@ from django.db.models import Sum
 
 from ladder import models as m
 from ladder import selectors
+from ladder.contract import api
 from ladder.domain.billing import classify_billing
 from ladder.domain.budgets import BUDGET_RUNG_NAMES, RungBudget, period_bounds, rung_budgets
 from ladder.domain.tiers import rung_for
@@ -29,9 +30,9 @@ from ladder.domain.types import Rung
 from ladder.domain.windows import FUTURE_TOLERANCE_S
 from ladder.services.spend import spend_add
 
-MAX_EVENTS = 1000
+MAX_EVENTS = api.MAX_EVENTS
 MICRO_USD = Decimal("0.000001")
-MAX_COST_USD = Decimal("1000000000")  # $1e9: far above any request, well inside the column
+MAX_COST_USD = Decimal(api.MAX_COST_USD)
 PER_MTOK = Decimal(1_000_000)
 RACE_RETRIES = 3
 
