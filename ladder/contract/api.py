@@ -301,6 +301,7 @@ class FailureResponse(Answer, frozen=True):
     cooldown_until: Time | None
     reset_at: Time | None
     window: str | None
+    windows: tuple[str, ...] = ()  # every window latched; `window` is the first (API.md)
 
 
 # --- connections and credentials --------------------------------------------------------------

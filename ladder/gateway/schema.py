@@ -1,5 +1,6 @@
 """The OpenAPI 3.1 schema of the gateway API: the source of truth that the tests check real responses
-against (Zulip style). Hand-written; JSON Schema 2020-12 inside."""
+against (Zulip style). Its components are generated from the typed bodies of ladder.contract.api;
+the paths, written here, name them."""
 
 from __future__ import annotations
 
@@ -7,324 +8,31 @@ import copy
 from functools import cache
 from typing import Any
 
-from ladder.domain.autoid import TIERS, compose_auto_id
-from ladder.domain.types import BUDGET_RUNGS, CATEGORIES, FAILURE_CLASSES, SOURCES, Reason
-from ladder.domain.windows import POLL_INTERVAL_MAX_S
+import msgspec
+
+from ladder.contract import api
+from ladder.gateway.inputs import ESCALATIONS_DEFAULT_LIMIT, ESCALATIONS_MAX_LIMIT
 
 JSON = "application/json"
-TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?Z$"
-RUNGS = ["subscription", "keyless", "free", "cheap", "premium"]
 
 
 def ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def obj(properties: dict[str, Any], *, required: list[str] | None = None, **extra: Any) -> dict[str, Any]:
-    """A closed object: every listed property required unless `required` says otherwise."""
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties) if required is None else required,
-        "additionalProperties": False,
-        **extra,
-    }
-
-
-def nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"anyOf": [schema, {"type": "null"}]}
-
-
-TIME = {"type": "string", "pattern": TIME_PATTERN, "description": "UTC, YYYY-MM-DDTHH:MM:SS[.ffffff]Z"}
-INPUT_TIME = {
-    "type": "string",
-    "format": "date-time",
-    "description": "ISO 8601 with a zone (Z or an offset); a time without a zone is refused",
-    "examples": ["2026-08-22T12:00:00Z"],
-}
-# The API refuses a blank string wherever it needs a name or an id: it needs one character that
-# str.strip() keeps. Those whitespace characters are listed one by one (none lies above U+3000): regex
-# engines disagree on what \s covers (Python's takes U+001C..U+001F, ECMA-262's U+FEFF).
-STRIPPED = "".join(chr(code) for code in range(0x3001) if chr(code).isspace())
-NOT_BLANK = f"[^{STRIPPED}]"
-NAME = {"type": "string", "minLength": 1, "pattern": NOT_BLANK}
-HEADER_VALUE = {
-    "anyOf": [{"type": "string"}, {"type": "number"}, {"type": "array", "items": {"type": "string"}}],
-    "description": 'a header value; a list is joined with ", "',
-}
-ID = {"type": "string", "minLength": 1, "maxLength": 200, "pattern": NOT_BLANK}
-
-
-def accepted_auto_ids() -> list[str]:
-    """Every id of the L13 grammar: a closed set, so the schema says exactly what a 200 needs."""
-    return [compose_auto_id(tier) for tier in TIERS] + [
-        compose_auto_id(tier, category) for category in CATEGORIES for tier in TIERS
-    ]
+def _closed(schema: dict[str, Any]) -> dict[str, Any]:
+    """An answer's object, closed: the ladder sends no other key (a client ignores keys it does not know,
+    so its Struct stays open)."""
+    if schema.get("type") == "object" and "properties" in schema:
+        schema.setdefault("additionalProperties", False)
+    return schema
 
 
 def _schemas() -> dict[str, Any]:
-    window = obj(
-        {
-            "name": {"type": "string"},
-            "remaining_pct": {"type": "number", "minimum": 0, "maximum": 100},
-            "reset_at": nullable(TIME),
-            "scope_models": {"type": "array", "items": {"type": "string"}},
-            "latched": {"type": "boolean"},
-        }
-    )
-    reading = obj(
-        {
-            "fetched_at": TIME,
-            "source": {"enum": list(SOURCES)},
-            "verifiable": {"type": "boolean"},
-            "observed_overage": {"enum": ["meters-to-paid", "hard-stop", "unknown", None]},
-            "windows": {"type": "array", "items": ref("Window")},
-        }
-    )
-    budget = obj(
-        {
-            "budget_usd": {
-                "type": ["number", "null"],
-                "minimum": 0,
-                "description": "null: the rung is not gated; 0: the rung is disabled",
-            },
-            "spent_usd": {"type": "number", "minimum": 0},
-            "period_ends_at": TIME,
-        }
-    )
-    return {
-        "Error": obj(
-            {
-                "error": obj(
-                    {
-                        "code": {"type": "string", "examples": ["invalid_model"]},
-                        "message": {"type": "string"},
-                        "field": {"type": ["string", "null"], "description": "the request field at fault"},
-                    }
-                )
-            }
-        ),
-        "Candidate": obj(
-            {
-                "provider": NAME,
-                "model": NAME,
-                "connection_id": {"type": ["string", "null"], "minLength": 1, "pattern": NOT_BLANK},
-                "allowed_connection_ids": {"type": "array", "items": NAME},
-            },
-            required=["provider", "model"],
-        ),
-        "ResolveRequest": obj(
-            {
-                "model": {
-                    "enum": accepted_auto_ids(),
-                    "description": "auto/subscription, auto/thrifty or auto/<category>:<tier> "
-                    f"(category: {', '.join(CATEGORIES)}; tier: subscription, thrifty)",
-                    "examples": ["auto/coding:thrifty"],
-                },
-                "candidates": {
-                    "anyOf": [{"type": "array", "items": ref("Candidate")}, {"type": "null"}],
-                    "description": "null or absent: built from the model catalog",
-                },
-            },
-            required=["model"],
-        ),
-        "PoolEntry": obj(
-            {
-                "provider": {"type": "string"},
-                "model": {"type": "string"},
-                "rung": {"enum": RUNGS},
-                "rung_index": {"type": "integer", "minimum": 0, "maximum": 4},
-                "connection_id": {"type": ["string", "null"]},
-                "allowed_connection_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-            }
-        ),
-        "Exclusion": obj(
-            {
-                "provider": {"type": "string"},
-                "model": {"type": "string"},
-                "connection_id": {"type": "string"},
-                "rung": {"enum": [*RUNGS, None]},
-                "reason": {"enum": list(Reason.ALL)},
-                "detail": {"type": "string"},
-            }
-        ),
-        "Empty": obj(
-            {
-                "code": {"enum": ["no_candidates", "no_verified_subscription_quota", "all_rungs_exhausted"]},
-                "message": {"type": "string"},
-                "retry_at": nullable(TIME),
-            }
-        ),
-        "Resolution": obj(
-            {
-                "model": {"type": "string"},
-                "grouping": {"enum": ["subscription", "thrifty"]},
-                "category": {"enum": [*CATEGORIES, None]},
-                "resolved_at": TIME,
-                "pool": {"type": "array", "items": ref("PoolEntry")},
-                "excluded": {"type": "array", "items": ref("Exclusion")},
-                "empty": nullable(ref("Empty")),
-                "refresh": {"type": "array", "items": {"type": "string"}},
-            },
-            description="The offline resolver's document (STATE.md) for the same state",
-        ),
-        "Model": obj(
-            {
-                "id": {"type": "string", "pattern": r"^auto/"},
-                "object": {"const": "model"},
-                "created": {"type": "integer"},
-                "owned_by": {"const": "omniroute-ladder"},
-            }
-        ),
-        "ModelList": obj({"object": {"const": "list"}, "data": {"type": "array", "items": ref("Model")}}),
-        "UsageEvent": obj(
-            {
-                "request_id": ID,
-                "connection_id": ID,
-                "model": ID,
-                "input_tokens": {"type": "integer", "minimum": 0, "maximum": 10**12, "default": 0},
-                "output_tokens": {"type": "integer", "minimum": 0, "maximum": 10**12, "default": 0},
-                "cost_usd": {
-                    "type": ["number", "null"],
-                    "minimum": 0,
-                    "maximum": 10**9,
-                    "description": "absent: input_tokens × input price + output_tokens × output price "
-                    "per million, from the model catalog",
-                },
-                "occurred_at": {**INPUT_TIME, "description": "absent: the time of receipt"},
-            },
-            required=["request_id", "connection_id", "model"],
-        ),
-        "UsageBatch": obj(
-            {"events": {"type": "array", "items": ref("UsageEvent"), "minItems": 1, "maxItems": 1000}}
-        ),
-        "UsageRecorded": obj(
-            {
-                "request_id": {"type": "string"},
-                "connection_id": {"type": ["string", "null"]},
-                "model": {"type": ["string", "null"]},
-                "rung": {"enum": [*RUNGS, None]},
-                "rung_index": {"type": ["integer", "null"], "minimum": 0, "maximum": 4},
-                "budget_rung": {"enum": [*BUDGET_RUNGS, None]},
-                "cost_usd": {"type": "number", "minimum": 0},
-                "budget_cost_usd": {
-                    "type": "number",
-                    "minimum": 0,
-                    "description": "what counts toward the rung budget: $0 on the subscription, "
-                    "keyless and free rungs",
-                },
-                "occurred_at": TIME,
-            }
-        ),
-        "Budget": budget,
-        "Budgets": obj({rung: ref("Budget") for rung in BUDGET_RUNGS}),
-        "UsageResponse": obj(
-            {
-                "events": {"type": "array", "items": ref("UsageRecorded")},
-                "budgets": {**ref("Budgets"), "description": "the current period, after the event(s)"},
-            }
-        ),
-        "Window": window,
-        "Reading": reading,
-        "ObservationRequest": obj(
-            {
-                "status": {"type": "integer", "minimum": 100, "maximum": 599},
-                "headers": {"type": "object", "additionalProperties": HEADER_VALUE},
-                "observed_at": {**INPUT_TIME, "description": "absent: the time of receipt"},
-            },
-            required=["headers"],
-        ),
-        "ObservationResponse": obj({"reading": nullable(ref("Reading"))}),
-        "FailureRequest": obj(
-            {
-                "status": {"type": "integer", "minimum": 100, "maximum": 599},
-                "headers": {
-                    "type": "object",
-                    "additionalProperties": HEADER_VALUE,
-                    "default": {},
-                },
-                "body": {"description": "the upstream body: decoded JSON or text", "default": None},
-                "model": {**ID, "type": ["string", "null"], "default": None},
-                "observed_at": {**INPUT_TIME, "description": "absent: the time of receipt"},
-            },
-            required=["status"],
-        ),
-        "FailureResponse": obj(
-            {
-                "classification": {"enum": list(FAILURE_CLASSES)},
-                "cooldown_until": nullable(TIME),
-                "reset_at": nullable(TIME),
-                "window": {"type": ["string", "null"]},
-                "windows": {"type": "array", "items": {"type": "string"}},
-            }
-        ),
-        "Connection": obj(
-            {
-                "id": {"type": "string"},
-                "provider": {"type": "string"},
-                "auth_type": {"type": ["string", "null"]},
-                "billing": {"enum": ["subscription", "metered", "keyless", "unknown"]},
-                "overage": {"enum": ["hard-stop", "meters-to-paid", "unknown"]},
-                "enabled": {"type": "boolean"},
-                "disabled_reason": {"type": ["string", "null"]},
-                "cooldown_until": nullable(TIME),
-                "poll_interval_s": {
-                    "type": ["number", "null"],
-                    "exclusiveMinimum": 0,
-                    "maximum": POLL_INTERVAL_MAX_S,
-                    "description": "its polling interval when slower than refresh_interval_s (DESIGN L5: "
-                    "its readings stay fresh max_reading_age_s + this); null: polled every interval",
-                },
-                "reserve_pct": {
-                    "type": ["number", "null"],
-                    "minimum": 0,
-                    "maximum": 100,
-                    "description": "quota kept for the operator's own use (DESIGN L6): the connection "
-                    "leaves the plan rung at or below max(exit_cutoff_pct, reserve_pct)",
-                },
-                "reading": nullable(ref("Reading")),
-                "rungs": {"type": "object", "additionalProperties": {"enum": RUNGS}},
-            }
-        ),
-        "ConnectionList": obj(
-            {"connections": {"type": "array", "items": ref("Connection")}, "budgets": ref("Budgets")}
-        ),
-        "Escalation": obj(
-            {
-                "id": {"type": "integer", "minimum": 1},
-                "auto_id": {"type": "string", "pattern": r"^auto/"},
-                "from_rung": {"enum": [*RUNGS, None], "description": "null: the previous pool was empty"},
-                "to_rung": {"enum": [*RUNGS, None], "description": "null: the pool turned empty"},
-                "from_rung_index": {"type": ["integer", "null"], "minimum": 0, "maximum": 4},
-                "to_rung_index": {"type": ["integer", "null"], "minimum": 0, "maximum": 4},
-                "kind": {
-                    "enum": ["up", "down", "empty"],
-                    "description": "up: a higher rung; empty: no pool; down: a lower rung, or any rung "
-                    "after an empty pool",
-                },
-                "why": {"type": "string", "description": "for people, built from the resolution"},
-                "occurred_at": TIME,
-            }
-        ),
-        "EscalationList": obj(
-            {
-                "escalations": {
-                    "type": "array",
-                    "items": ref("Escalation"),
-                    "description": "oldest first",
-                }
-            }
-        ),
-        "Health": obj({"status": {"const": "ok"}}),
-        "Readiness": obj(
-            {
-                "status": {"enum": ["ok", "degraded", "unavailable"]},
-                "database": {"type": "string", "description": '"ok" or what failed'},
-                "redis": {"type": "string", "description": '"ok" or what failed'},
-                "beat": {"type": "string", "description": '"ok", or "never: …" / "stale: …"'},
-            }
-        ),
-    }
+    _, components = msgspec.json.schema_components(api.COMPONENTS, ref_template="#/components/schemas/{name}")
+    for schema in components.values():
+        schema.pop("title", None)
+    return {name: _closed(schema) for name, schema in components.items()}
 
 
 ERROR_TEXT = {
@@ -335,7 +43,7 @@ ERROR_TEXT = {
     404: "Unknown connection",
     405: "Method not allowed",
     409: "The request_id was already reported with another payload",
-    413: "Body over 1 MiB (or more than 1,000 events)",
+    413: f"Body over 1 MiB (or more than {api.MAX_EVENTS:,} events)",
     415: "Not application/json",
     422: "Understood but not acceptable (unknown connection or model, a time in the future, a reading "
     "that cannot be stored)",
@@ -371,21 +79,26 @@ ESCALATION_PARAMS = [
         "name": "auto_id",
         "in": "query",
         "required": False,
-        "schema": {"enum": accepted_auto_ids(), "examples": ["auto/thrifty"]},
+        "schema": {"enum": api.accepted_auto_ids(), "examples": ["auto/thrifty"]},
         "description": "Only this auto id's events",
     },
     {
         "name": "since",
         "in": "query",
         "required": False,
-        "schema": INPUT_TIME,
-        "description": "Only events at or after this time (write a + offset as %2B)",
+        "schema": {"type": "string", "format": "date-time", "examples": ["2026-08-22T12:00:00Z"]},
+        "description": "Only events at or after this time, ISO 8601 with a zone (write a + offset as %2B)",
     },
     {
         "name": "limit",
         "in": "query",
         "required": False,
-        "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
+        "schema": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": ESCALATIONS_MAX_LIMIT,
+            "default": ESCALATIONS_DEFAULT_LIMIT,
+        },
         "description": "At most this many events (the oldest that match)",
     },
 ]
