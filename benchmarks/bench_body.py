@@ -5,7 +5,8 @@ built outside the clock) of a batch of usage events as a gateway sends it. Three
 interleaved rounds (rotating their order): `without` (the duplicate check replaced by a no-op: the
 body read as before), `with` (ladder.gateway.duplicate_keys: the colon count, a second parse only when
 it may be needed) and `pairs_hook` (the textbook check, json's object_pairs_hook on every object,
-shown for comparison).
+shown for comparison). A fourth, `typed`, times the whole way from request to typed events:
+`read_json_body` and then `usage_input` (the decoding into ladder.contract.api's Structs).
 
 Prints each contender's best and median time per body; the last line is
 ``overhead=<with / without - 1>`` from the medians of per-round ratios.
@@ -68,7 +69,7 @@ def main() -> int:
     django.setup()
     from django.test import RequestFactory
 
-    from ladder.gateway import decorators
+    from ladder.gateway import decorators, inputs
 
     body = usage_batch(args.events)
     factory = RequestFactory()
@@ -92,7 +93,15 @@ def main() -> int:
             duplicate_key_path=mock.Mock(return_value=None),
             json=mock.Mock(loads=hooked_loads),
         ),
+        "typed": contextlib.nullcontext,
     }
+    read = decorators.read_json_body
+
+    def typed(request: Any) -> Any:
+        return inputs.usage_input(read(request))
+
+    calls: dict[str, Callable[[Any], Any]] = {name: read for name in contenders}
+    calls["typed"] = typed
     times: dict[str, list[float]] = {name: [] for name in contenders}
     names = list(contenders)
     for round_index in range(args.rounds):
@@ -101,10 +110,11 @@ def main() -> int:
         for name in names[round_index % len(names) :] + names[: round_index % len(names)]:
             prepared = requests()
             gc.collect()
+            call = calls[name]
             with contenders[name]():
                 start = time.perf_counter()
                 for request in prepared:
-                    decorators.read_json_body(request)
+                    call(request)
                 times[name].append((time.perf_counter() - start) / args.calls)
 
     print(f"body: {args.events} usage events, {len(body):,} bytes; {args.rounds} rounds of {args.calls}")
@@ -112,7 +122,7 @@ def main() -> int:
         print(
             f"{name:>10}: best {min(values) * 1e6:7.1f} µs, median {statistics.median(values) * 1e6:7.1f} µs"
         )
-    for name in ("with", "pairs_hook"):
+    for name in ("with", "pairs_hook", "typed"):
         ratios = [after / before for after, before in zip(times[name], times["without"], strict=True)]
         print(f"{name} / without: median of per-round ratios {statistics.median(ratios):.3f}")
     ratios = [after / before for after, before in zip(times["with"], times["without"], strict=True)]
