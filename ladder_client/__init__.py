@@ -1,6 +1,7 @@
 """A typed Python client of the OmniRoute Ladder gateway API, and a LiteLLM integration.
 
-``ladder_client`` needs only httpx: it never imports Django or the ladder. The LiteLLM routing
+``ladder_client`` needs httpx and msgspec: of the ladder it imports only the wire shapes
+(``ladder.contract``, which imports the pure ``ladder.domain``), never Django. The LiteLLM routing
 strategy and callback live in ``ladder_client.litellm_router`` (``pip install .[litellm]``), which is
 the only module that imports LiteLLM.
 """

@@ -1,6 +1,7 @@
 """A typed client of the ladder's gateway API (shared/contract/API.md), built on httpx.
 
-It never imports Django or the ladder itself, so a gateway can install and use it alone.
+Of the ladder it imports only the wire shapes (ladder.contract), never Django, so a gateway can
+install and use it without running the ladder.
 """
 
 from __future__ import annotations
@@ -24,11 +25,14 @@ from ladder_client.types import (
     ConnectionState,
     FailureOutcome,
     LadderProtocolError,
+    ModelList,
     Reading,
     Resolution,
     UsageEvent,
     UsageReport,
+    decoded,
     format_time,
+    to_json,
 )
 
 logger = logging.getLogger(__name__)
@@ -260,26 +264,26 @@ class LadderClient:
             return cached
         body: dict[str, Any] = {"model": model}
         if frozen is not None:
-            body["candidates"] = [candidate.to_json() for candidate in frozen]
+            body["candidates"] = [to_json(candidate) for candidate in frozen]
         # A read: sending it twice only recomputes the answer (and refresh requests are deduplicated).
         document = self._send("POST", "/api/v1/pools/resolve", body, idempotent=True)
-        resolution = _parsed(Resolution.from_json, document)
+        resolution = _parsed(document, Resolution)
         self.cache.put(key, resolution)
         return resolution
 
     def report_usage(self, events: UsageEvent | Iterable[UsageEvent]) -> UsageReport:
         """Count one event, or a batch of up to 1,000 (all or none); returns the rung budgets after."""
         if isinstance(events, UsageEvent):
-            body: Any = events.to_json()
+            body: Any = to_json(events)
         else:
-            batch = [event.to_json() for event in events]
+            batch = [to_json(event) for event in events]
             if not batch:
                 raise ValueError("report_usage: send at least one event")
             body = {"events": batch}
         # Safe to resend: the ladder counts each request_id once and answers a replay like the first
         # time, so a report whose answer was lost is not counted twice.
         document = self._send("POST", "/api/v1/usage", body, idempotent=True)
-        return _parsed(UsageReport.from_json, document)
+        return _parsed(document, UsageReport)
 
     def report_failure(
         self,
@@ -306,7 +310,7 @@ class LadderClient:
             "POST", f"/api/v1/connections/{_segment(connection_id)}/failures", document, idempotent=False
         )
         self.cache.clear()
-        return _parsed(FailureOutcome.from_json, answer)
+        return _parsed(answer, FailureOutcome)
 
     def report_observation(
         self,
@@ -326,16 +330,14 @@ class LadderClient:
         reading = answer.get("reading") if isinstance(answer, dict) else None
         if reading is None:
             return None
-        return _parsed(Reading.from_json, reading)
+        return _parsed(reading, Reading)
 
     def connections(self) -> ConnectionsReport:
-        return _parsed(
-            ConnectionsReport.from_json, self._send("GET", "/api/v1/connections", None, idempotent=True)
-        )
+        return _parsed(self._send("GET", "/api/v1/connections", None, idempotent=True), ConnectionsReport)
 
     def connection(self, connection_id: str) -> ConnectionState:
         document = self._send("GET", f"/api/v1/connections/{_segment(connection_id)}", None, idempotent=True)
-        report = _parsed(ConnectionsReport.from_json, document)
+        report = _parsed(document, ConnectionsReport)
         if len(report.connections) != 1:
             raise LadderProtocolError(f"expected one connection, got {len(report.connections)}")
         return report.connections[0]
@@ -343,13 +345,7 @@ class LadderClient:
     def models(self) -> tuple[str, ...]:
         """The auto ids the ladder advertises (``GET /v1/models``)."""
         document = self._send("GET", "/v1/models", None, idempotent=True)
-        data = document.get("data") if isinstance(document, dict) else None
-        if not isinstance(data, list):
-            raise LadderProtocolError("models: expected {'data': [...]}")
-        ids = [item.get("id") if isinstance(item, dict) else None for item in data]
-        if not all(isinstance(model_id, str) for model_id in ids):
-            raise LadderProtocolError("models: every entry needs a string id")
-        return tuple(str(model_id) for model_id in ids)
+        return tuple(model.id for model in _parsed(document, ModelList).data)
 
     # --- the transport ------------------------------------------------------------------------
 
@@ -423,9 +419,9 @@ def _segment(connection_id: str) -> str:
     return quote(connection_id, safe="")
 
 
-def _parsed(parse: Callable[[Any], T], document: Any) -> T:
+def _parsed(document: Any, kind: type[T]) -> T:
     try:
-        return parse(document)
+        return decoded(document, kind)
     except LadderProtocolError as exc:
         raise LadderError(
             f"the ladder's answer does not match this client: {exc}", code="unexpected_response"

@@ -510,10 +510,13 @@ def test_it_refuses_nonsense_options() -> None:
 # --- standing alone ---------------------------------------------------------------------------
 
 
-def test_it_imports_neither_django_nor_the_ladder_nor_litellm() -> None:
+def test_it_imports_of_the_ladder_only_its_wire_shapes_and_neither_django_nor_litellm() -> None:
+    # STYLE.md: ladder_client may import ladder.contract and the pure ladder.domain, nothing else.
     code = (
         "import sys, ladder_client; "
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'ladder', 'litellm')); "
+        "allowed = ('ladder', 'ladder.contract', 'ladder.domain'); "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'ladder', 'litellm') "
+        "and m not in allowed and not m.startswith(('ladder.contract.', 'ladder.domain.'))); "
         "print(bad); sys.exit(1 if bad else 0)"
     )
     result = subprocess.run(
