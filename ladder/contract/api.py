@@ -308,6 +308,9 @@ class FailureResponse(Answer, frozen=True):
 
 
 class CredentialInfo(Answer, frozen=True):
+    """Who owns a connection's credential and until when (API.md; joins `Connection` as `credential`
+    with the credentials work)."""
+
     owner: str
     expires_at: Time | None
     account_id: str | None
@@ -338,7 +341,6 @@ class Connection(Answer, frozen=True, kw_only=True):
             "plan rung at or below max(exit_cutoff_pct, reserve_pct)",
         ),
     ]
-    credential: CredentialInfo | None = None  # arrives with the credentials work
     reading: Reading | None
     rungs: Annotated[dict[str, Rung], Meta(description="the rung of each model it serves")]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
 
+import msgspec
 import orjson
 import redis
 from django.conf import settings
@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from ladder import models as m
 from ladder import selectors
+from ladder.contract import api
 from ladder.domain import (
     AutoIdError,
     advertised_auto_ids,
@@ -30,8 +31,8 @@ from ladder.domain import (
 )
 from ladder.domain.budgets import RungBudget
 from ladder.domain.resolve import billing_verdict
-from ladder.domain.timefmt import format_utc, format_utc_or_none
-from ladder.domain.types import Connection, Rung, Snapshot
+from ladder.domain.timefmt import format_utc
+from ladder.domain.types import Connection, Reading, Rung, Snapshot
 from ladder.domain.windows import FUTURE_TOLERANCE_S
 from ladder.gateway.decorators import (
     ApiError,
@@ -53,7 +54,6 @@ from ladder.gateway.inputs import (
 from ladder.gateway.schema import openapi_document
 from ladder.gateway.snapshot_cache import snapshot_cache
 from ladder.models import CONNECTION_ID_PATTERN
-from ladder.offline.statefile import reading_to_dict
 from ladder.services.escalations import escalation_observe
 from ladder.services.failures import failure_record
 from ladder.services.observations import observation_record
@@ -149,17 +149,17 @@ def readyz(request: HttpRequest) -> JsonResponse:
 
 
 @api_view(methods=("GET",))
-def models_list(request: HttpRequest) -> JsonResponse:
+def models_list(request: HttpRequest) -> HttpResponse:
     """OpenAI-compatible list of the auto ids (DESIGN L13)."""
     if settings.LADDER_MODELS_REQUIRE_TOKEN:
         authenticate(request, "resolve")
     snapshot = snapshot_cache.get(current_time())
     categories = {category for entry in snapshot.models for category in entry.categories}
-    data = [
-        {"id": auto_id, "object": "model", "created": MODELS_CREATED, "owned_by": "omniroute-ladder"}
+    data = tuple(
+        api.Model(id=auto_id, object="model", created=MODELS_CREATED, owned_by="omniroute-ladder")
         for auto_id in advertised_auto_ids(categories)
-    ]
-    return JsonResponse({"object": "list", "data": data})
+    )
+    return answer(api.ModelList(object="list", data=data))
 
 
 @api_view(methods=("POST",), scope="resolve")
@@ -188,57 +188,74 @@ def _refresh(connection_ids: list[str]) -> None:
 # --- escalation log ---------------------------------------------------------------------------
 
 
-def escalation_to_dict(event: m.EscalationEvent) -> dict[str, Any]:
-    return {
-        "id": event.id,
-        "auto_id": event.auto_id,
-        "from_rung": None if event.from_rung is None else Rung(event.from_rung).label,
-        "to_rung": None if event.to_rung is None else Rung(event.to_rung).label,
-        "from_rung_index": event.from_rung,
-        "to_rung_index": event.to_rung,
-        "kind": event.kind,
-        "why": event.why,
-        "occurred_at": format_utc(event.occurred_at),
-    }
+def answer(body: msgspec.Struct) -> HttpResponse:
+    """An answer body of the contract, written by msgspec (times in UTC: `...Z`)."""
+    return HttpResponse(msgspec.json.encode(body), content_type="application/json")
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.astimezone(UTC)
+
+
+def _utc_or_none(moment: datetime | None) -> datetime | None:
+    return None if moment is None else moment.astimezone(UTC)
+
+
+def _rung_label(rung: int | None) -> str | None:
+    return None if rung is None else Rung(rung).label
+
+
+def escalation_answer(event: m.EscalationEvent) -> api.Escalation:
+    return api.Escalation(
+        id=event.id,
+        auto_id=event.auto_id,
+        from_rung=_rung_label(event.from_rung),
+        to_rung=_rung_label(event.to_rung),
+        from_rung_index=event.from_rung,
+        to_rung_index=event.to_rung,
+        kind=event.kind,
+        why=event.why,
+        occurred_at=_utc(event.occurred_at),
+    )
 
 
 @api_view(methods=("GET",), scope="resolve")
-def escalations_list(request: HttpRequest) -> JsonResponse:
+def escalations_list(request: HttpRequest) -> HttpResponse:
     query = escalations_query(dict(request.GET.lists()))
     events = selectors.escalations_list(auto_id=query.auto_id, since=query.since, limit=query.limit)
-    return JsonResponse({"escalations": [escalation_to_dict(event) for event in events]})
+    return answer(api.EscalationList(escalations=tuple(escalation_answer(event) for event in events)))
 
 
 # --- usage ------------------------------------------------------------------------------------
 
 
-def usage_event_to_dict(event: UsageRecorded) -> dict[str, Any]:
-    return {
-        "request_id": event.request_id,
-        "connection_id": event.connection_id,
-        "model": event.model,
-        "rung": None if event.rung is None else event.rung.label,
-        "rung_index": None if event.rung is None else int(event.rung),
-        "budget_rung": event.budget_rung,
-        "cost_usd": float(event.cost_usd),
-        "budget_cost_usd": float(event.budget_cost_usd),
-        "occurred_at": format_utc(event.occurred_at),
-    }
+def usage_event_answer(event: UsageRecorded) -> api.UsageRecorded:
+    return api.UsageRecorded(
+        request_id=event.request_id,
+        connection_id=event.connection_id,
+        model=event.model,
+        rung=None if event.rung is None else event.rung.label,
+        rung_index=None if event.rung is None else int(event.rung),
+        budget_rung=event.budget_rung,
+        cost_usd=float(event.cost_usd),
+        budget_cost_usd=float(event.budget_cost_usd),
+        occurred_at=_utc(event.occurred_at),
+    )
 
 
-def budgets_to_dict(budgets: dict[Rung, RungBudget]) -> dict[str, Any]:
+def budgets_answer(budgets: dict[Rung, RungBudget]) -> dict[str, api.Budget]:
     return {
-        budget.rung: {
-            "budget_usd": budget.budget_usd,
-            "spent_usd": round(budget.spent_usd, 6),
-            "period_ends_at": format_utc(budget.period_ends_at),
-        }
+        budget.rung: api.Budget(
+            budget_usd=budget.budget_usd,
+            spent_usd=round(budget.spent_usd, 6),
+            period_ends_at=_utc(budget.period_ends_at),
+        )
         for budget in budgets.values()
     }
 
 
 @api_view(methods=("POST",), scope="report")
-def usage_report(request: HttpRequest) -> JsonResponse:
+def usage_report(request: HttpRequest) -> HttpResponse:
     events = usage_input(read_json_body(request))
     for event in events:
         connection_allowed(request, event.connection_id, event.field("connection_id"))
@@ -248,11 +265,11 @@ def usage_report(request: HttpRequest) -> JsonResponse:
         raise unprocessable(str(exc), exc.field, code=exc.code) from None
     except UsageConflict as exc:
         raise ApiError(409, "request_id_conflict", str(exc), field=exc.field) from None
-    return JsonResponse(
-        {
-            "events": [usage_event_to_dict(event) for event in result.events],
-            "budgets": budgets_to_dict(result.budgets),
-        }
+    return answer(
+        api.UsageResponse(
+            events=tuple(usage_event_answer(event) for event in result.events),
+            budgets=budgets_answer(result.budgets),
+        )
     )
 
 
@@ -287,7 +304,28 @@ def _not_future(moment: datetime, now: datetime) -> None:
         )
 
 
-def connection_to_dict(connection: Connection, snapshot: Snapshot) -> dict[str, Any]:
+def reading_answer(reading: Reading | None) -> api.Reading | None:
+    if reading is None:
+        return None
+    return api.Reading(
+        fetched_at=_utc(reading.fetched_at),
+        source=reading.source,
+        verifiable=reading.verifiable,
+        observed_overage=reading.observed_overage,
+        windows=tuple(
+            api.Window(
+                name=w.name,
+                remaining_pct=w.remaining_pct,
+                reset_at=_utc_or_none(w.reset_at),
+                scope_models=tuple(w.scope_models),
+                latched=w.latched,
+            )
+            for w in reading.windows
+        ),
+    )
+
+
+def connection_answer(connection: Connection, snapshot: Snapshot) -> api.Connection:
     verdict = billing_verdict(snapshot, connection)
     served = [
         entry
@@ -298,38 +336,38 @@ def connection_to_dict(connection: Connection, snapshot: Snapshot) -> dict[str, 
     rungs = {entry.model: rung_for(verdict.billing, entry, snapshot.config).label for entry in served}
     for model in connection.models or ():
         rungs.setdefault(model, rung_for(verdict.billing, None, snapshot.config).label)
-    return {
-        "id": connection.id,
-        "provider": connection.provider,
-        "auth_type": connection.auth_type,
-        "billing": verdict.billing,
-        "overage": verdict.overage,
-        "enabled": connection.enabled,
-        "disabled_reason": connection.disabled_reason,
-        "cooldown_until": format_utc_or_none(connection.cooldown_until),
-        "poll_interval_s": connection.poll_interval_s,
-        "reserve_pct": connection.reserve_pct,
-        "reading": reading_to_dict(connection.reading),
-        "rungs": rungs,
-    }
-
-
-@api_view(methods=("GET",), scope="resolve")
-def connections_list(request: HttpRequest) -> JsonResponse:
-    now = current_time()
-    snapshot = snapshot_cache.get(now)
-    token = request_token(request)
-    allowed = [c for c in snapshot.connections if token is None or token.allows_connection(c.id)]
-    return JsonResponse(
-        {
-            "connections": [connection_to_dict(c, snapshot) for c in allowed],
-            "budgets": budgets_to_dict(rung_budgets(snapshot.config, snapshot.spend_usd, now)),
-        }
+    return api.Connection(
+        id=connection.id,
+        provider=connection.provider,
+        auth_type=connection.auth_type,
+        billing=verdict.billing,
+        overage=verdict.overage,
+        enabled=connection.enabled,
+        disabled_reason=connection.disabled_reason,
+        cooldown_until=_utc_or_none(connection.cooldown_until),
+        poll_interval_s=connection.poll_interval_s,
+        reserve_pct=connection.reserve_pct,
+        reading=reading_answer(connection.reading),
+        rungs=rungs,
     )
 
 
 @api_view(methods=("GET",), scope="resolve")
-def connection_detail(request: HttpRequest, connection_id: str) -> JsonResponse:
+def connections_list(request: HttpRequest) -> HttpResponse:
+    now = current_time()
+    snapshot = snapshot_cache.get(now)
+    token = request_token(request)
+    allowed = [c for c in snapshot.connections if token is None or token.allows_connection(c.id)]
+    return answer(
+        api.ConnectionList(
+            connections=tuple(connection_answer(c, snapshot) for c in allowed),
+            budgets=budgets_answer(rung_budgets(snapshot.config, snapshot.spend_usd, now)),
+        )
+    )
+
+
+@api_view(methods=("GET",), scope="resolve")
+def connection_detail(request: HttpRequest, connection_id: str) -> HttpResponse:
     connection_allowed(request, connection_id)
     now = current_time()
     snapshot = snapshot_cache.get(now)
@@ -341,16 +379,16 @@ def connection_detail(request: HttpRequest, connection_id: str) -> JsonResponse:
         found = snapshot.connections_by_id.get(connection_id)
         if found is None:
             raise _connection_not_found(connection_id)
-    return JsonResponse(
-        {
-            "connections": [connection_to_dict(found, snapshot)],
-            "budgets": budgets_to_dict(rung_budgets(snapshot.config, snapshot.spend_usd, now)),
-        }
+    return answer(
+        api.ConnectionList(
+            connections=(connection_answer(found, snapshot),),
+            budgets=budgets_answer(rung_budgets(snapshot.config, snapshot.spend_usd, now)),
+        )
     )
 
 
 @api_view(methods=("POST",), scope="report")
-def connection_observations(request: HttpRequest, connection_id: str) -> JsonResponse:
+def connection_observations(request: HttpRequest, connection_id: str) -> HttpResponse:
     connection_allowed(request, connection_id)
     _known_connection(connection_id)
     payload = observation_input(read_json_body(request))
@@ -365,11 +403,11 @@ def connection_observations(request: HttpRequest, connection_id: str) -> JsonRes
         raise _connection_not_found(connection_id) from None
     except ValidationError as exc:
         raise _invalid_reading(exc) from None
-    return JsonResponse({"reading": reading_to_dict(reading)})
+    return answer(api.ObservationResponse(reading=reading_answer(reading)))
 
 
 @api_view(methods=("POST",), scope="report")
-def connection_failures(request: HttpRequest, connection_id: str) -> JsonResponse:
+def connection_failures(request: HttpRequest, connection_id: str) -> HttpResponse:
     connection_allowed(request, connection_id)
     _known_connection(connection_id)
     payload = failure_input(read_json_body(request))
@@ -390,14 +428,14 @@ def connection_failures(request: HttpRequest, connection_id: str) -> JsonRespons
         raise _connection_not_found(connection_id) from None
     except ValidationError as exc:
         raise _invalid_reading(exc) from None
-    return JsonResponse(
-        {
-            "classification": outcome.classification,
-            "cooldown_until": format_utc_or_none(outcome.cooldown_until),
-            "reset_at": format_utc_or_none(outcome.reset_at),
-            "window": outcome.window,
-            "windows": list(outcome.windows),
-        }
+    return answer(
+        api.FailureResponse(
+            classification=outcome.classification,
+            cooldown_until=_utc_or_none(outcome.cooldown_until),
+            reset_at=_utc_or_none(outcome.reset_at),
+            window=outcome.window,
+            windows=tuple(outcome.windows),
+        )
     )
 
 
