@@ -93,10 +93,14 @@ def _joined(parts: list[str | int]) -> str:
 
 def _first_bad_key(document: Any, parts: list[str | int]) -> str | int:
     """The key of a header mapping (the requests' only open object) whose value msgspec refused."""
-    node = document
-    for part in parts:
-        node = node[part]
-    for key, value in node.items():
+    try:
+        node = document
+        for part in parts:
+            node = node[part]
+        items = list(node.items())
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return "..."
+    for key, value in items:
         try:
             msgspec.convert(value, api.HeaderValue)
         except msgspec.ValidationError:
