@@ -149,6 +149,9 @@ class Connection(models.Model):
     overage_override = models.CharField(max_length=16, choices=OVERAGE_CHOICES, null=True, blank=True)  # noqa: DJ001
     cooldown_until = models.DateTimeField(null=True, blank=True)
     backoff_level = models.PositiveSmallIntegerField(default=0)
+    # StateVersion.live at the last write of this connection's live state (its latest reading, latches,
+    # cooldown): a resolution re-reads the connections whose live_seq passed its snapshot's.
+    live_seq = models.PositiveBigIntegerField(default=0, db_index=True, editable=False)
     position = models.IntegerField(default=0, help_text="Connection order: lower first, then by id.")
     next_refresh_at = models.DateTimeField(null=True, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)
@@ -518,10 +521,15 @@ class LadderConfiguration(models.Model):
 
 
 class StateVersion(models.Model):
-    """A counter that every write bumps (services.bump_state_version); snapshots are cached by it."""
+    """Two counters. ``value``: bumped by every write of what a snapshot holds but the live state
+    (services.bump_state_version); snapshots are cached by it. ``live``: bumped by every write of a
+    connection's live state, its latest reading (with latches) or its cooldown, which also stamps
+    the connection's ``live_seq`` (services.bump_live_version); a cached snapshot re-reads just
+    those connections."""
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
     value = models.PositiveBigIntegerField(default=0)
+    live = models.PositiveBigIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

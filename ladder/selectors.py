@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from functools import cache
@@ -39,7 +39,8 @@ from ladder.domain.windows import effective_poll_interval_s, poll_floor_s, provi
 def snapshot_load(*, now: datetime | None = None) -> Snapshot:
     """The whole state a resolution reads. `now` only picks the budget period of the spend.
 
-    Rows are read as values, not model instances: this runs after every write, over every connection."""
+    Rows are read as values, not model instances: this runs after every write of the state version,
+    over every connection (the gateway's cache then keeps it: ladder.gateway.snapshot_cache)."""
     now = now or timezone.now()
     config = configuration_get().to_domain()
     readings = readings_latest()
@@ -66,18 +67,23 @@ def configuration_get() -> m.LadderConfiguration:
 # ~0.02 ms (make bench-api). The strings name tables and columns from the models' metadata.
 
 
-def _column(model: type[models.Model], name: str) -> str:
+def _name(model: type[models.Model], name: str) -> str:
     field = model._meta.get_field(name)
     assert isinstance(field, models.Field)
-    return f'"{model._meta.db_table}"."{field.column}"'
+    return str(field.column)
+
+
+def _column(model: type[models.Model], name: str) -> str:
+    return f'"{model._meta.db_table}"."{_name(model, name)}"'
 
 
 @cache
 def _hot_sql() -> dict[str, str]:
     token_fields = ", ".join(_column(m.GatewayToken, f) for f in GATEWAY_TOKEN_FIELDS)
     return {
-        "version": f'SELECT {_column(m.StateVersion, "value")} FROM "{m.StateVersion._meta.db_table}" '
-        f"WHERE {_column(m.StateVersion, 'id')} = 1",
+        "versions": f"SELECT {_column(m.StateVersion, 'value')}, {_column(m.StateVersion, 'live')} "
+        f'FROM "{m.StateVersion._meta.db_table}" WHERE {_column(m.StateVersion, "id")} = 1',
+        "live": _live_sql(),
         "spend": f"SELECT {_column(m.RungSpend, 'rung')}, {_column(m.RungSpend, 'spent_usd')} "
         f'FROM "{m.RungSpend._meta.db_table}" WHERE {_column(m.RungSpend, "period")} = %s '
         f"AND {_column(m.RungSpend, 'period_start')} = %s",
@@ -130,8 +136,138 @@ def _aware(moment: datetime | None) -> datetime | None:
 
 
 def state_version_get() -> int:
-    rows = _rows("version")
-    return int(rows[0][0]) if rows else 0
+    return state_versions_get()[0]
+
+
+def state_versions_get() -> tuple[int, int]:
+    """The state version and the live version (models.StateVersion), in one query."""
+    rows = _rows("versions")
+    return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
+
+
+# --- live state: what gateways' reports change at every request ----------------------------------
+# A connection's latest reading (with its latches) and its cooldown. Writers stamp the connection
+# with the live version they bump (services.bump_live_version); a cached snapshot re-reads the
+# connections stamped after it, in one query, and merges them in (snapshot_with_live).
+
+LiveState = tuple["datetime | None", "Reading | None"]  # (cooldown_until, latest reading)
+
+
+def _table(model: type[models.Model]) -> str:
+    return f'"{model._meta.db_table}"'
+
+
+def _live_sql() -> str:
+    """Connections stamped after a live version, with their latest reading's windows: a row per
+    window (one with NULLs for a connection without reading or without windows)."""
+    c, r, w = m.Connection, m.QuotaReading, m.QuotaWindow
+    col = _column
+    reading_id, connection_id, fetched_at = (
+        f'"latest"."{_name(r, f)}"' for f in ("id", "connection", "fetched_at")
+    )
+    inner = (
+        f'SELECT {reading_id} FROM {_table(r)} "latest" WHERE {connection_id} = {col(c, "id")} '
+        f"ORDER BY {fetched_at} DESC, {reading_id} DESC LIMIT 1"
+    )
+    fields = ", ".join(
+        [
+            col(c, "id"),
+            col(c, "cooldown_until"),
+            col(r, "id"),
+            col(r, "fetched_at"),
+            col(r, "source"),
+            col(r, "verifiable"),
+            col(r, "observed_overage"),
+            col(r, "note"),
+            col(w, "name"),
+            col(w, "remaining_pct"),
+            col(w, "reset_at"),
+            col(w, "scope_models"),
+            col(w, "latched"),
+        ]
+    )
+    return (
+        f"SELECT {fields} FROM {_table(c)} "
+        f"LEFT JOIN {_table(r)} ON {col(r, 'id')} = ({inner}) "
+        f"LEFT JOIN {_table(w)} ON {col(w, 'reading')} = {col(r, 'id')} "
+        f"WHERE {col(c, 'live_seq')} > %s "
+        f"ORDER BY {col(c, 'id')}, {col(w, 'position')}, {col(w, 'id')}"
+    )
+
+
+def _json_list(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str | bytes):
+        value = json.loads(value)
+    return tuple(value or ())
+
+
+def live_state_since(live: int) -> dict[str, LiveState]:
+    """Connection id → (cooldown_until, latest reading) of the connections whose live state was
+    written after live version ``live``. One query, whatever the number of connections."""
+    heads: dict[str, tuple[Any, ...]] = {}
+    windows: dict[str, list[Window]] = defaultdict(list)
+    for row in _rows("live", [live]):
+        cid = row[0]
+        if cid not in heads:
+            heads[cid] = row[1:8]
+        name, remaining_pct, reset_at, scope_models, latched = row[8:]
+        if name is not None:
+            windows[cid].append(
+                Window(
+                    name=name,
+                    remaining_pct=float(remaining_pct),
+                    reset_at=_aware(reset_at),
+                    scope_models=_json_list(scope_models),
+                    latched=bool(latched),
+                )
+            )
+    found: dict[str, LiveState] = {}
+    for cid, (cooldown_until, reading_id, fetched_at, source, verifiable, overage, note) in heads.items():
+        reading = None
+        if reading_id is not None:
+            reading = Reading(
+                fetched_at=_aware(fetched_at) or fetched_at,
+                windows=tuple(windows.get(cid, ())),
+                source=cast(Source, source),
+                verifiable=bool(verifiable),
+                observed_overage=cast("Overage | None", overage),
+                note=note,
+            )
+        found[cid] = (_aware(cooldown_until), reading)
+    return found
+
+
+def snapshot_with_live(snapshot: Snapshot, live: Mapping[str, LiveState]) -> Snapshot:
+    """The snapshot with these connections' live state replaced (ids it does not hold are left out:
+    creating a connection bumps the state version). A new snapshot, with a memo of its own."""
+    if not any(cid in snapshot.connections_by_id for cid in live):
+        return snapshot
+    connections = tuple(
+        c if c.id not in live else connection_with_live(c, *live[c.id]) for c in snapshot.connections
+    )
+    return Snapshot(
+        snapshot.config, snapshot.billing_catalog, snapshot.models, connections, snapshot.spend_usd
+    )
+
+
+def connection_with_live(
+    connection: Connection, cooldown_until: datetime | None, reading: Reading | None
+) -> Connection:
+    return Connection(
+        id=connection.id,
+        provider=connection.provider,
+        auth_type=connection.auth_type,
+        keyless=connection.keyless,
+        enabled=connection.enabled,
+        disabled_reason=connection.disabled_reason,
+        base_url=connection.base_url,
+        cooldown_until=cooldown_until,
+        overage_override=connection.overage_override,
+        models=connection.models,
+        reading=reading,
+        poll_interval_s=connection.poll_interval_s,
+        reserve_pct=connection.reserve_pct,
+    )
 
 
 def catalog_entries() -> tuple[CatalogEntry, ...]:

@@ -299,7 +299,7 @@ LADDER_RUN_BACKOFF_MAX_S = float(os.getenv("LADDER_RUN_BACKOFF_MAX_S", "30"))
 LADDER_RUN_STABLE_S = float(os.getenv("LADDER_RUN_STABLE_S", "60"))
 LADDER_RUN_MAX_RESTARTS = envint("LADDER_RUN_MAX_RESTARTS", "6")
 
-# --- Refresh pipeline, hot state and history (ladder.services.refresh/readings/hotstate) ---
+# --- Refresh pipeline, Redis and history (ladder.services.refresh/readings/hotstate) ---
 
 
 def envmap(name: str, default: str) -> dict[str, int]:
@@ -332,10 +332,10 @@ LADDER_REFRESH_TIME_LIMIT_S = envint("LADDER_REFRESH_TIME_LIMIT_S", "60")
 LADDER_REFRESH_SOFT_TIME_LIMIT_S = envint("LADDER_REFRESH_SOFT_TIME_LIMIT_S", "50")
 # A refresh asked for by resolutions is queued once per connection within this many seconds.
 LADDER_REFRESH_REQUEST_DEDUPE_S = envint("LADDER_REFRESH_REQUEST_DEDUPE_S", "30")
-# Hot state in Redis (latest reading per connection, last beat tick); the database stays the truth.
+# What lives in Redis besides the broker (escalation log, resolution and refresh counters, refresh
+# requests in flight, last beat tick); the database stays the truth, and no resolution reads Redis.
 LADDER_HOTSTATE_REDIS_URL = os.getenv("LADDER_HOTSTATE_REDIS_URL", "")  # empty: REDIS_URL
 LADDER_HOTSTATE_PREFIX = os.getenv("LADDER_HOTSTATE_PREFIX", "ladder:hot")
-LADDER_HOTSTATE_TTL_S = envint("LADDER_HOTSTATE_TTL_S", "86400")
 LADDER_HOTSTATE_TIMEOUT_S = float(os.getenv("LADDER_HOTSTATE_TIMEOUT_S", "0.5"))
 # The escalation log's Redis keys expire this long after an auto id's last change (ladder.services.
 # escalations): after a Redis outage, Redis lags the database for that long at most.

@@ -12,17 +12,25 @@ from ladder.domain.types import Snapshot
 @dataclass(frozen=True)
 class _CachedSnapshot:
     version: int
+    live: int
     snapshot: Snapshot
 
 
 class SnapshotCache:
-    """The last snapshot of this process, reused while the state version holds, with the spend of the
-    current budget period read at every call (usage reports change spend, not the state version).
+    """The last snapshot of this process, split by how often its parts change:
+
+    - configuration, catalogs and connections: reloaded whole (snapshot_load) when the state version
+      changes, that is when an operator or an import changes them, or a connection is disabled;
+    - each connection's live state (latest reading with its latches, cooldown), which a gateway's
+      reports change at every request: when the live version moved, only the connections written
+      since are re-read (one query: selectors.live_state_since) and merged in;
+    - the spend of the current budget period: read at every call (usage reports change it).
 
     Only the inputs are cached (DESIGN L12): every resolution is recomputed from them. Every write
-    bumps the version in the transaction that changes its rows, so a load whose version reads the
-    same before and after its row queries saw one state; a load that a write overtook is tried again
-    (and, after the last try, kept under the earlier version, so that the next request reloads)."""
+    bumps its counter in the transaction that changes its rows, and the counters are read before the
+    rows, so a resolution never uses a row older than what a write committed before it started. A
+    full load whose state version a write overtook is tried again (and, after the last try, kept
+    under the earlier version, so that the next request reloads)."""
 
     LOAD_TRIES = 3
 
@@ -30,22 +38,28 @@ class SnapshotCache:
         self._entry: _CachedSnapshot | None = None
 
     def get(self, now: datetime) -> Snapshot:
-        version = selectors.state_version_get()
+        version, live = selectors.state_versions_get()
         entry = self._entry
-        if entry is not None and entry.version == version:
+        # A live version that went back (a database replaced under the process) reloads too.
+        if entry is not None and entry.version == version and entry.live <= live:
             snapshot = entry.snapshot
+            if live != entry.live:
+                snapshot = selectors.snapshot_with_live(snapshot, selectors.live_state_since(entry.live))
             spend = selectors.spend_usd(period=snapshot.config.budget_period, now=now)
             if spend != snapshot.spend_usd:
                 snapshot = snapshot.with_spend(spend)  # shares what the snapshot derived so far
-                self._entry = _CachedSnapshot(version, snapshot)
+            if snapshot is not entry.snapshot or live != entry.live:
+                self._entry = _CachedSnapshot(version, live, snapshot)
             return snapshot
         for attempt in range(1, self.LOAD_TRIES + 1):
             snapshot = selectors.snapshot_load(now=now)
-            after = selectors.state_version_get()
+            after, after_live = selectors.state_versions_get()
             if after == version or attempt == self.LOAD_TRIES:
                 break
-            version = after
-        self._entry = _CachedSnapshot(version, snapshot)
+            version, live = after, after_live
+        # Live writes that landed during the load are read again by the next call (their numbers
+        # are above `live`, read before the load).
+        self._entry = _CachedSnapshot(version, live, snapshot)
         return snapshot
 
     def clear(self) -> None:

@@ -11,6 +11,7 @@ from ladder.services.refresh import (
     refresh_request,
 )
 from ladder.services.state import (
+    bump_live_version,
     bump_state_version,
     configuration_update,
     connection_reserve_set,
@@ -20,6 +21,7 @@ from ladder.services.tokens import gateway_token_create, gateway_token_revoke
 from ladder.services.usage import usage_record
 
 __all__ = [
+    "bump_live_version",
     "bump_state_version",
     "connection_refresh",
     "connections_claim",

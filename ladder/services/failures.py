@@ -9,6 +9,9 @@
 - auth_failed: the connection is disabled (disabled_reason "auth_failed") until an operator acts.
 - upstream_error: stored only.
 
+Cooldowns and latches are live state (they bump the live version, re-read by the next resolution);
+disabling a connection bumps the state version (the next resolution reloads the snapshot).
+
 A failure never shortens a cooldown already running, except that a quota exhaustion's cooldown
 (the longer of the running and the new one) is clamped to the window's future reset.
 """
@@ -33,7 +36,7 @@ from ladder.security.crypto import CredentialDecryptionError
 from ladder.security.logredact import strip_secrets
 from ladder.services.readings import log_reset_clamps, reading_record
 from ladder.services.refresh import refresh_request
-from ladder.services.state import bump_state_version
+from ladder.services.state import bump_live_version, bump_state_version
 
 logger = logging.getLogger(__name__)
 
@@ -170,8 +173,10 @@ def failure_record(
             source=source,
             observed_at=observed_at,
         )
-        if changed:
-            bump_state_version()
+        if failure.classification == "auth_failed":
+            bump_state_version()  # disabled: the snapshot itself changed
+        elif changed:
+            bump_live_version([connection_id])  # a cooldown (and a latch): live state
     if recheck:
         _request_refresh(connection_id)
     return FailureOutcome(

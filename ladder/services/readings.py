@@ -2,8 +2,8 @@
 
 ``reading_record`` is the one way a reading enters the database, whether it comes from a poll, from
 passive headers reported by the gateway, or from an error. Everything happens in one transaction
-(the reading, its windows, the connection's bookkeeping, the state version); the hot state in Redis
-is written after commit.
+(the reading, its windows, the connection's bookkeeping, the live version: a reading is live state,
+re-read by the next resolution without reloading the snapshot).
 """
 
 from __future__ import annotations
@@ -32,8 +32,7 @@ from ladder.domain.windows import (
 )
 from ladder.models import Connection, FailureEvent, LadderConfiguration, QuotaReading, QuotaWindow
 from ladder.selectors import connection_poll_floor_s
-from ladder.services import hotstate
-from ladder.services.state import bump_state_version
+from ladder.services.state import bump_live_version
 
 # DESIGN L5: services refuse readings dated more than this far in the future.
 # How many earlier readings a window's latch is looked up in (an unverifiable reading without
@@ -43,8 +42,6 @@ LATCH_LOOKBACK_READINGS = 5
 RESET_GRACE_S = 1.0
 WINDOW_NAME_MAX = 64
 STORED_OVERAGES = ("meters-to-paid", "hard-stop")
-
-HotItem = tuple[str, int, Reading]
 
 logger = logging.getLogger(__name__)
 
@@ -90,13 +87,12 @@ def reading_record(
     - ``next_refresh_at``: see ``next_refresh_after``.
     - With ``claim_until``, the write happens only while the connection's claim is that one (it is
       then released), else ClaimLost; ``connection_updates`` are set on the connection as well.
-    - The state version is bumped when the reading is the connection's latest; the hot state is
-      written after commit.
+    - The live version is bumped (and the connection stamped with it) when the reading is the
+      connection's latest.
 
     Connection.DoesNotExist when the connection is unknown.
     """
     now = now or timezone.now()
-    hot: list[HotItem] = []
     with transaction.atomic():
         stored = reading_store(
             connection_id=connection_id,
@@ -105,11 +101,9 @@ def reading_record(
             config=configuration_load(),
             claim_until=claim_until,
             connection_updates=connection_updates,
-            hot=hot,
         )
         if stored.is_latest:
-            bump_state_version()
-        hotstate.readings_set_on_commit(hot)
+            bump_live_version([connection_id])
     return stored
 
 
@@ -154,11 +148,11 @@ def reading_store(
     config: LadderConfig,
     claim_until: datetime | None = None,
     connection_updates: dict[str, Any] | None = None,
-    hot: list[HotItem] | None = None,
+    live: list[str] | None = None,
 ) -> StoredReading:
-    """The body of ``reading_record`` without its transaction, state-version bump and hot-state write:
-    the caller runs it inside ``transaction.atomic()`` and, for the latest readings it stored, bumps
-    the version once and writes ``hot`` (the items appended here) after commit. Batch writers use it."""
+    """The body of ``reading_record`` without its transaction and live-version bump: the caller runs
+    it inside ``transaction.atomic()`` and bumps the live version once for the connections appended
+    to ``live`` (those whose latest reading this stored). Batch writers use it."""
     reading_validate(reading, now)
     # The resets are clamped as of the reading's own time: when the upstream said them (L7).
     reading, clamps = clamp_reading_resets(reading, reading.fetched_at)
@@ -258,8 +252,8 @@ def reading_store(
         )
         for position, w in enumerate(windows)
     )
-    if is_latest and hot is not None:
-        hot.append((connection_id, row.id, stored))
+    if is_latest and live is not None:
+        live.append(connection_id)
     return StoredReading(row.id, connection_id, stored, is_latest, next_refresh_at)
 
 

@@ -65,9 +65,9 @@ from ladder.security.crypto import CredentialDecryptionError
 from ladder.security.logredact import strip_secrets
 from ladder.selectors import connection_poll_floor_s
 from ladder.services import hotstate
-from ladder.services.readings import ClaimLost, HotItem, configuration_load, log_reset_clamps, reading_store
+from ladder.services.readings import ClaimLost, configuration_load, log_reset_clamps, reading_store
 from ladder.services.refresh_metrics import PollRecord, refresh_metrics_record
-from ladder.services.state import bump_state_version
+from ladder.services.state import bump_live_version, bump_state_version
 
 logger = logging.getLogger(__name__)
 
@@ -293,20 +293,21 @@ def _stripped_error(error: FetchError, secrets: Sequence[str]) -> FetchError:
 @dataclass
 class Applied:
     result: str
-    state_changed: bool = False
+    state_changed: bool = False  # the connection was disabled: the snapshot itself changed
 
 
 def outcome_apply(
-    outcome: Outcome, *, claim_until: datetime, config: LadderConfig, now: datetime, hot: list[HotItem]
+    outcome: Outcome, *, claim_until: datetime, config: LadderConfig, now: datetime, live: list[str]
 ) -> Applied:
-    """Write one poll's outcome, only while the claim is still ours. Call inside a transaction."""
+    """Write one poll's outcome, only while the claim is still ours. Call inside a transaction.
+    The connection's id is appended to ``live`` when its latest reading changed."""
     job = outcome.job
     cid = job.connection_id
     if outcome.reading is not None:
         reading = outcome.reading
         note = "" if reading.verifiable else f"unverifiable: {reading.note or 'no reason given'}"
         try:
-            stored = reading_store(
+            reading_store(
                 connection_id=cid,
                 reading=reading,
                 now=now,
@@ -317,7 +318,7 @@ def outcome_apply(
                     "poll_backoff_level": 0,
                     "last_poll_error": note,
                 },
-                hot=hot,
+                live=live,
             )
         except ClaimLost:
             logger.info("refresh connection=%s outcome=claim_lost: reading dropped", cid)
@@ -334,9 +335,9 @@ def outcome_apply(
             )
         if reading.verifiable:
             logger.debug("refresh connection=%s outcome=ok windows=%d", cid, len(reading.windows))
-            return Applied(OK, stored.is_latest)
+            return Applied(OK)
         logger.warning("refresh connection=%s outcome=unverifiable note=%r", cid, reading.note)
-        return Applied(UNVERIFIABLE, stored.is_latest)
+        return Applied(UNVERIFIABLE)
     if outcome.error is not None:
         error = outcome.error
         failure = error.failure
@@ -485,17 +486,22 @@ def connection_refresh(
 
 
 def outcomes_write(outcomes: Sequence[Outcome], *, claim_until: datetime, config: LadderConfig) -> list[str]:
-    """Write outcomes in one transaction (a savepoint each), bump the state version once, and write
-    the hot state after commit. Returns each outcome's classification."""
+    """Write outcomes in one transaction (a savepoint each), then bump the state version once when a
+    connection was disabled, and the live version once for the connections whose latest reading
+    changed. Returns each outcome's classification."""
     results: list[str] = []
-    hot: list[HotItem] = []
+    live: list[str] = []
     with transaction.atomic():
         changed = False
         now = timezone.now()
         for outcome in outcomes:
             try:
+                written: list[str] = []
                 with transaction.atomic():
-                    applied = outcome_apply(outcome, claim_until=claim_until, config=config, now=now, hot=hot)
+                    applied = outcome_apply(
+                        outcome, claim_until=claim_until, config=config, now=now, live=written
+                    )
+                live.extend(written)  # only once its savepoint is released
             except DatabaseError:
                 logger.exception(
                     "refresh connection=%s: storing the outcome failed", outcome.job.connection_id
@@ -506,7 +512,8 @@ def outcomes_write(outcomes: Sequence[Outcome], *, claim_until: datetime, config
             results.append(applied.result)
         if changed:
             bump_state_version()
-        hotstate.readings_set_on_commit(hot)
+        if live:
+            bump_live_version(live)
     refresh_metrics_record(
         PollRecord(outcome.job.provider, result, outcome.duration_s)
         for outcome, result in zip(outcomes, results, strict=True)

@@ -1,9 +1,19 @@
-"""Writes. Every write bumps the state version in its own transaction, so that a snapshot cached by
-version is never newer or older than the rows it was built from."""
+"""Writes. Every write bumps a counter in its own transaction, so that a snapshot cached by the
+counters is never older than the rows it was built from:
+
+- the state version, for what the snapshot holds (configuration, catalogs, connections, enabled or
+  disabled): a cached snapshot is reloaded whole;
+- the live version, for a connection's live state (its latest reading with its latches, its
+  cooldown), which gateways report at every request: the connections it stamps are re-read alone
+  (``selectors.live_state_since``) and merged into the cached snapshot.
+
+Each counter is one row that its bump locks until commit, so writes take their numbers in commit
+order: a reader that sees number N sees every write numbered N or less."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -23,6 +33,21 @@ def bump_state_version() -> int:
             StateVersion.objects.get_or_create(pk=1, defaults={"value": 0})
             StateVersion.objects.filter(pk=1).update(value=F("value") + 1, updated_at=timezone.now())
         return StateVersion.objects.values_list("value", flat=True).get(pk=1)
+
+
+def bump_live_version(connection_ids: Collection[str]) -> int:
+    """Increment the live version and stamp these connections' ``live_seq`` with it, in the caller's
+    transaction (call after the connections' rows are written: rows are locked connection first,
+    counter second, as bump_state_version is). Returns the new value."""
+    ids = sorted(set(connection_ids))
+    with transaction.atomic():
+        if StateVersion.objects.filter(pk=1).update(live=F("live") + 1) != 1:
+            StateVersion.objects.get_or_create(pk=1, defaults={"value": 0})
+            StateVersion.objects.filter(pk=1).update(live=F("live") + 1)
+        live = StateVersion.objects.values_list("live", flat=True).get(pk=1)
+        if ids:
+            Connection.objects.filter(pk__in=ids).update(live_seq=live)
+        return live
 
 
 def configuration_update(**fields: Any) -> LadderConfiguration:

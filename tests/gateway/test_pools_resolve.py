@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from ladder import models as m
 from ladder.domain.timefmt import format_utc
@@ -332,3 +334,29 @@ def test_it_answers_the_offline_resolvers_document_for_the_same_state(
 
     assert body == offline
     assert body["excluded"]  # the state exercises exclusions, not only a pool
+
+
+def test_it_reads_an_observation_in_one_query_not_by_reloading_the_snapshot(
+    gateway: Api, clock: Clock
+) -> None:
+    # A gateway reporting passive headers sends an observation per request: the next resolution
+    # re-reads that connection's live state (one query) instead of the whole state (9 queries).
+    make_connection("c1", windows=fresh_5h())
+    make_connection("c2", windows=fresh_5h())
+    resolve(gateway, "auto/subscription")  # the snapshot is cached from here on
+    response = gateway.post(
+        "/api/v1/connections/c1/observations",
+        {"status": 200, "headers": {"anthropic-ratelimit-unified-5h-utilization": "0.99"}},
+    )
+    assert response.status_code == 200, response.content
+
+    with CaptureQueriesContext(connection) as queries:
+        body = resolve(gateway, "auto/subscription")
+
+    assert [e["allowed_connection_ids"] for e in body["pool"]] == [["c2"]] * 3  # c1 is down to 1 %
+    # The token, the two versions, the live state written since, the spend.
+    assert len(queries) == 4, "\n".join(q["sql"] for q in queries)
+
+    with CaptureQueriesContext(connection) as queries:
+        resolve(gateway, "auto/subscription")
+    assert len(queries) == 3  # nothing written since: the token, the versions, the spend

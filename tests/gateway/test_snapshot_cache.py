@@ -1,16 +1,20 @@
-"""The API's snapshot cache: reused while the state version holds, never a state that a write overtook."""
+"""The API's snapshot cache: reused while the state version holds, never a state that a write overtook;
+the live state (readings, latches, cooldowns) written since merged in without a reload."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
 
 from ladder import models as m
 from ladder import selectors
+from ladder.domain.types import Reading, Snapshot, Window
 from ladder.gateway.snapshot_cache import SnapshotCache
-from ladder.services import bump_state_version
+from ladder.services import bump_live_version, bump_state_version, reading_record
+from ladder.services.failures import FailureOutcome, failure_record
+from tests.gateway.conftest import make_connection
 
 NOW = datetime(2026, 9, 15, 12, 0, tzinfo=UTC)
 
@@ -44,18 +48,18 @@ def test_it_reuses_the_snapshot_while_the_version_holds(loads: list[int]) -> Non
 def test_it_loads_again_when_a_write_lands_during_the_load(
     monkeypatch: pytest.MonkeyPatch, loads: list[int]
 ) -> None:
-    real_version = selectors.state_version_get
-    reads: list[int] = []
+    real_versions = selectors.state_versions_get
+    reads: list[tuple[int, int]] = []
 
-    def version_then_write() -> int:
-        value = real_version()
+    def version_then_write() -> tuple[int, int]:
+        value = real_versions()
         reads.append(value)
         if len(reads) == 1:  # between the first version read and the rows: a connection is created
             m.Connection.objects.create(id="late", provider="claude", auth_type="oauth")
             bump_state_version()
         return value
 
-    monkeypatch.setattr(selectors, "state_version_get", version_then_write)
+    monkeypatch.setattr(selectors, "state_versions_get", version_then_write)
     cache = SnapshotCache()
     snapshot = cache.get(NOW)
     assert loads == [1, 1]  # the first load was overtaken by the write: loaded again
@@ -67,17 +71,17 @@ def test_it_loads_again_when_a_write_lands_during_the_load(
 def test_it_keeps_an_overtaken_load_under_the_earlier_version(
     monkeypatch: pytest.MonkeyPatch, loads: list[int]
 ) -> None:
-    real_version = selectors.state_version_get
-    reads: list[int] = []
+    real_versions = selectors.state_versions_get
+    reads: list[tuple[int, int]] = []
 
-    def overtaken_three_times() -> int:
-        value = real_version()
+    def overtaken_three_times() -> tuple[int, int]:
+        value = real_versions()
         reads.append(value)
         if len(reads) <= SnapshotCache.LOAD_TRIES:
             bump_state_version()  # a write lands after this read, before the load's rows
         return value
 
-    monkeypatch.setattr(selectors, "state_version_get", overtaken_three_times)
+    monkeypatch.setattr(selectors, "state_versions_get", overtaken_three_times)
     cache = SnapshotCache()
     first = cache.get(NOW)
     assert len(loads) == SnapshotCache.LOAD_TRIES  # gave up on a quiet moment after three tries
@@ -102,3 +106,156 @@ def test_it_reads_the_spend_at_every_call_without_loading_the_state_again(loads:
     assert second.memo is first.memo  # what was derived from the routing inputs is kept too
     assert cache.get(NOW) is second
     assert len(loads) == 1
+
+
+# --- live state: readings, latches, cooldowns merged in without reloading -----------------------
+
+IN_2H = NOW + timedelta(hours=2)
+IN_3D = NOW + timedelta(days=3)
+U = "anthropic-ratelimit-unified-"
+
+
+@pytest.fixture
+def _no_refresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        "ladder.services.failures.refresh_request", lambda *, connection_ids: list(connection_ids)
+    )
+
+
+def plan(connection_id: str = "c1") -> None:
+    make_connection(
+        connection_id,
+        windows=[
+            {"name": "5h", "remaining_pct": 40.0, "reset_at": IN_2H},
+            {"name": "7d", "remaining_pct": 70.0, "reset_at": IN_3D, "scope_models": ["*opus*"]},
+        ],
+    )
+
+
+def failure(status: int, headers: dict[str, str] | None = None) -> FailureOutcome:
+    return failure_record(
+        connection_id="c1",
+        status=status,
+        headers=headers or {},
+        body=None,
+        model="claude-sonnet-4-5",
+        observed_at=NOW,
+        now=NOW,
+    )
+
+
+def assert_same_as_a_full_load(snapshot: Snapshot) -> None:
+    """The merged snapshot holds exactly what a load from scratch would (every field of every
+    connection: none is dropped by the merge)."""
+    loaded = selectors.snapshot_load(now=NOW)
+    assert snapshot.connections == loaded.connections
+    assert (snapshot.config, snapshot.models, snapshot.billing_catalog) == (
+        loaded.config,
+        loaded.models,
+        loaded.billing_catalog,
+    )
+
+
+@pytest.mark.django_db
+def test_it_sees_a_reading_written_since_without_loading_the_state_again(loads: list[int]) -> None:
+    plan("c1")
+    plan("c2")
+    cache = SnapshotCache()
+    first = cache.get(NOW)
+
+    reading_record(
+        connection_id="c1",
+        reading=Reading(fetched_at=NOW, windows=(Window("5h", 1.0, IN_2H),), source="headers"),
+        now=NOW,
+    )
+
+    second = cache.get(NOW)
+    windows = second.connections_by_id["c1"].reading.windows  # type: ignore[union-attr]
+    assert [(w.name, w.remaining_pct, w.latched) for w in windows] == [("5h", 1.0, True)]
+    assert second.connections_by_id["c2"] is first.connections_by_id["c2"]  # the others are kept
+    assert second.memo is not first.memo  # verdicts derived from the old reading are not reused
+    assert cache.get(NOW) is second
+    assert len(loads) == 1
+    assert_same_as_a_full_load(second)
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("_no_refresh")
+def test_it_sees_the_latch_and_cooldown_of_a_quota_exhaustion_at_once(loads: list[int]) -> None:
+    plan()
+    cache = SnapshotCache()
+    cache.get(NOW)
+
+    outcome = failure(429, {f"{U}5h-status": "rejected"})
+
+    assert outcome.classification == "quota_exhausted"
+    connection = cache.get(NOW).connections_by_id["c1"]
+    assert connection.cooldown_until == NOW + timedelta(seconds=60)  # level 0: 60 s, before the reset
+    assert connection.reading is not None
+    assert {w.name: (w.remaining_pct, w.latched) for w in connection.reading.windows}["5h"] == (0.0, True)
+    assert len(loads) == 1
+    assert_same_as_a_full_load(cache.get(NOW))
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("_no_refresh")
+def test_it_sees_the_cooldown_of_a_rate_limit_at_once(loads: list[int]) -> None:
+    plan()
+    cache = SnapshotCache()
+    cache.get(NOW)
+
+    outcome = failure(429, {"retry-after": "42"})
+
+    assert outcome.classification == "rate_limited"
+    assert cache.get(NOW).connections_by_id["c1"].cooldown_until == NOW + timedelta(seconds=42)
+    assert len(loads) == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("_no_refresh")
+def test_it_loads_the_state_again_when_a_connection_is_disabled(loads: list[int]) -> None:
+    plan()
+    cache = SnapshotCache()
+    cache.get(NOW)
+
+    assert failure(401).classification == "auth_failed"
+
+    connection = cache.get(NOW).connections_by_id["c1"]
+    assert (connection.enabled, connection.disabled_reason) == (False, "auth_failed")
+    assert len(loads) == 2
+
+
+@pytest.mark.django_db
+def test_it_merges_a_connection_without_reading_or_without_windows(loads: list[int]) -> None:
+    plan("c1")
+    cache = SnapshotCache()
+    cache.get(NOW)
+
+    reading_record(
+        connection_id="c1",
+        reading=Reading(fetched_at=NOW, windows=(), source="poll", verifiable=False, note="renamed"),
+        now=NOW,
+    )
+    make_connection("c2", bump=False)
+    bump_live_version(["c2"])  # a cooldown cleared, say: stamped, with no reading at all
+
+    snapshot = cache.get(NOW)
+    assert snapshot.connections_by_id["c1"].reading == Reading(
+        fetched_at=NOW, windows=(), source="poll", verifiable=False, note="renamed"
+    )
+    assert "c2" not in snapshot.connections_by_id  # created: that takes a state version bump
+    assert len(loads) == 1
+
+
+@pytest.mark.django_db
+def test_it_loads_again_when_the_live_version_went_back(loads: list[int]) -> None:
+    plan()
+    cache = SnapshotCache()
+    cache.get(NOW)
+    bump_live_version(["c1"])
+    cache.get(NOW)
+    m.StateVersion.objects.filter(pk=1).update(live=0)  # a database replaced under the process
+
+    cache.get(NOW)
+
+    assert len(loads) == 2

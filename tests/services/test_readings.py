@@ -1,17 +1,14 @@
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-import redis
 from django.core.exceptions import ValidationError
 
 from ladder import selectors
 from ladder.domain.types import Reading, Window
 from ladder.models import Connection, FailureEvent, QuotaReading, QuotaWindow
-from ladder.services import hotstate
 from ladder.services.readings import ClaimLost, reading_record, readings_purge
 
 pytestmark = pytest.mark.django_db
@@ -227,18 +224,21 @@ def test_it_never_brings_a_backed_off_poll_forward_for_a_header_reading(connecti
     assert Connection.objects.get(pk="c1").next_refresh_at == backed_off
 
 
-def test_it_bumps_the_state_version(connection: Connection) -> None:
-    before = selectors.state_version_get()
+def test_it_bumps_the_live_version_not_the_state_version(connection: Connection) -> None:
+    version, live = selectors.state_versions_get()
 
     reading_record(connection_id="c1", reading=reading(("5h", 80)), now=NOW)
 
-    assert selectors.state_version_get() == before + 1
+    assert selectors.state_versions_get() == (version, live + 1)
+    assert Connection.objects.get(pk="c1").live_seq == live + 1
+    assert set(selectors.live_state_since(live)) == {"c1"}
+    assert selectors.live_state_since(live + 1) == {}
 
 
 def test_it_keeps_an_older_reading_as_history_only(connection: Connection) -> None:
     reading_record(connection_id="c1", reading=reading(("5h", 30), at=NOW), now=NOW)
     scheduled = Connection.objects.get(pk="c1").next_refresh_at
-    before = selectors.state_version_get()
+    before = selectors.state_versions_get()
 
     stored = reading_record(
         connection_id="c1", reading=reading(("5h", 90), at=NOW - timedelta(seconds=30)), now=NOW
@@ -248,7 +248,7 @@ def test_it_keeps_an_older_reading_as_history_only(connection: Connection) -> No
     assert QuotaReading.objects.count() == 2
     assert selectors.readings_latest()["c1"].windows[0].remaining_pct == 30
     assert Connection.objects.get(pk="c1").next_refresh_at == scheduled
-    assert selectors.state_version_get() == before
+    assert selectors.state_versions_get() == before
 
 
 def test_it_writes_only_while_holding_the_claim(connection: Connection) -> None:
@@ -270,27 +270,6 @@ def test_it_writes_only_while_holding_the_claim(connection: Connection) -> None:
     row = Connection.objects.get(pk="c1")
     assert row.claimed_until is None
     assert row.last_polled_at == NOW
-
-
-def test_it_writes_the_hot_state_after_commit(
-    connection: Connection, hot: redis.Redis, django_capture_on_commit_callbacks: Any
-) -> None:
-    key = hotstate.reading_key("c1")
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        stored = reading_record(connection_id="c1", reading=reading(("5h", 1)), now=NOW)
-        assert hot.get(key) is None  # not before the commit
-
-    assert callbacks
-    entry = json.loads(hot.get(key) or b"{}")
-    assert entry["reading_id"] == stored.id
-    assert entry["windows"][0] == {
-        "name": "5h",
-        "remaining_pct": 1,
-        "reset_at": None,
-        "scope_models": [],
-        "latched": True,
-    }
-    assert hotstate.readings_get(["c1"])["c1"] == stored.reading
 
 
 def test_it_purges_old_readings_but_keeps_each_connections_latest(connection: Connection) -> None:

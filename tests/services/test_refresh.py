@@ -202,7 +202,7 @@ def test_it_stores_a_polled_reading_and_releases_the_claim(
     make_connection(upstream, "c1", provider_params={"note": "kept"})
     Connection.objects.filter(pk="c1").update(poll_backoff_level=3, last_poll_error="earlier")
     until = claim("c1")
-    before = selectors.state_version_get()
+    version, live = selectors.state_versions_get()
 
     assert connection_refresh(connection_id="c1", claim_until=until, client=client) == "ok"
 
@@ -217,7 +217,9 @@ def test_it_stores_a_polled_reading_and_releases_the_claim(
     assert row.last_polled_at is not None
     assert row.next_refresh_at is not None
     assert row.next_refresh_at > timezone.now() + timedelta(seconds=50)
-    assert selectors.state_version_get() == before + 1
+    # A reading is live state: the live version moves, the snapshot's version does not.
+    assert selectors.state_versions_get() == (version, live + 1)
+    assert row.live_seq == live + 1
     assert control.count("claude-oauth", connection="c1", call="usage") == 1
 
 
@@ -518,20 +520,22 @@ def test_it_keeps_going_when_some_upstreams_fail(
     assert set(selectors.readings_latest()) == {"ok1", "ok2", "bad"}
 
 
-def test_it_writes_the_hot_state_of_refreshed_connections(
-    upstream: FakeUpstream,
-    control: FakeUpstreamControl,
-    hot: redis.Redis,
-    django_capture_on_commit_callbacks: Any,
+def test_it_stamps_the_live_version_of_refreshed_connections(
+    upstream: FakeUpstream, control: FakeUpstreamControl
 ) -> None:
     make_connection(upstream, "c1")
+    make_connection(upstream, "c2")
+    version, live = selectors.state_versions_get()
     now = timezone.now()
     claimed = connections_claim_due(now=now, limit=10, lease_s=LEASE_S)
 
-    with django_capture_on_commit_callbacks(execute=True):
-        connections_refresh_many(claimed, claim_until=claim_deadline(now, LEASE_S))
+    connections_refresh_many(claimed, claim_until=claim_deadline(now, LEASE_S))
 
-    assert hotstate.readings_get(["c1"]) == selectors.readings_latest()
+    after, after_live = selectors.state_versions_get()
+    assert after == version  # readings are live state: the snapshot is not reloaded for them
+    assert live < after_live <= live + 2  # one bump per batch of outcomes written
+    live_state = selectors.live_state_since(live)
+    assert {cid: reading for cid, (_, reading) in live_state.items()} == selectors.readings_latest()
 
 
 # --- refreshes asked for by resolutions ----------------------------------------------------
