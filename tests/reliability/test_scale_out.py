@@ -126,8 +126,11 @@ def claims_logged(log: str) -> list[int]:
     return [int(count) for count in FAN_OUT_DONE.findall(log)]
 
 
-def state_version(database: Database) -> int:
-    return int(database.scalar("SELECT value FROM ladder_stateversion WHERE id = 1"))
+def state_version(database: Database) -> tuple[int, int]:
+    """The state version and the live version (readings, latches, cooldowns): a resolution's inputs
+    changed when either did."""
+    value, live = database.query("SELECT value, live FROM ladder_stateversion WHERE id = 1")[0]
+    return int(value), int(live)
 
 
 def test_it_agrees_across_two_web_processes_and_two_workers(stack: Stack) -> None:
