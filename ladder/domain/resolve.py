@@ -5,7 +5,9 @@ What a call may reuse is derived from the snapshot alone: each connection's bill
 candidates built from the catalog, and each (connection, rung, applicable windows) case's verdict
 together with the moment it stops being valid (the next cooldown end, reading expiry, window reset or
 budget period end). So a resolution judges each case once, and later resolutions of the same
-snapshot only walk the pairs until one of those moments passes.
+snapshot walk only the candidates, each one's outcome kept with its verdicts, until one of those
+moments passes (a candidate with a verdict true at one moment only, a stale reading's age, is walked
+pair by pair every time).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ladder.domain.types import (
     Empty,
     Exclusion,
     Grouping,
+    ModelEntry,
     PoolEntry,
     Reason,
     Resolution,
@@ -88,10 +91,25 @@ class VerdictMemo:
     by_model: dict[tuple[str, Rung], dict[str, PairVerdict]] = field(default_factory=dict)
     # Distinct cases: the same connection judged for models with equal rung and applicable windows.
     by_case: dict[PairKey, PairVerdict] = field(default_factory=dict)
+    # Candidate → what it contributes, when every verdict of its pairs is kept: a resolution of the
+    # same candidates walks candidates, not pairs (make bench-api: 5,000 pairs in 100 candidates).
+    by_candidate: dict[Candidate, CandidateOutcome] = field(default_factory=dict)
     # Verdicts stored so far: gateways send model names and connection ids of their own, so a memo
     # stops growing at MEMO_MAX_VERDICTS (what it holds still serves; the rest is judged each time).
     # The hot path compares `stored < MEMO_MAX_VERDICTS` where it stores.
     stored: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateOutcome:
+    """What one candidate adds to a resolution: its pool entries (one per rung, rung order of first
+    survivor), exclusions, connections to refresh, earliest retry, and how many pairs it judged."""
+
+    entries: tuple[PoolEntry, ...]
+    excluded: tuple[Exclusion, ...]
+    refresh: tuple[str, ...]
+    retry_at: datetime | None
+    judged: int
 
 
 def verdict_memo(
@@ -439,6 +457,83 @@ def _judge_case(
     return pair, True
 
 
+def _judge_candidate(
+    snapshot: Snapshot,
+    memo: VerdictMemo,
+    grouping: Grouping,
+    candidate: Candidate,
+    dedupe: bool,
+    facts: dict[str, Facts],
+    models_by_key: dict[tuple[str, str], ModelEntry],
+    budgets: dict[Rung, RungBudget],
+    now: datetime,
+) -> tuple[CandidateOutcome, bool]:
+    """One candidate's pairs judged (each verdict from the memo when it holds one); and whether every
+    verdict may be kept until memo.until, so that the outcome may be too."""
+    if candidate.connection_id is not None:
+        ids: Sequence[str] = (candidate.connection_id,)
+    else:
+        # A connection id repeated in one candidate's list is judged once, at its first place.
+        ids = candidate.allowed_connection_ids
+        if dedupe and len(ids) > 1:
+            ids = tuple(dict.fromkeys(ids))
+    if not ids:
+        return CandidateOutcome((), (), (), None, 0), True
+    config = snapshot.config
+    by_model = memo.by_model
+    model_entry = models_by_key.get((candidate.provider, candidate.model))
+    tier_rung = rung_for("metered", model_entry, config)
+    verdicts = by_model.get((candidate.model, tier_rung))
+    if verdicts is None:
+        verdicts = {}
+        if memo.stored < MEMO_MAX_VERDICTS:
+            by_model[(candidate.model, tier_rung)] = verdicts
+    survivors: dict[Rung, list[str]] = {}
+    excluded: list[Exclusion] = []
+    refresh: dict[str, None] = {}
+    retry_at: datetime | None = None
+    kept = True
+    for connection_id in ids:
+        pair = verdicts.get(connection_id)
+        if pair is None:
+            pair, keep = _judge_case(
+                snapshot,
+                memo,
+                grouping,
+                facts.get(connection_id),
+                connection_id,
+                candidate.model,
+                tier_rung,
+                budgets,
+                now,
+            )
+            if not keep:
+                kept = False
+            elif memo.stored < MEMO_MAX_VERDICTS:
+                memo.stored += 1
+                verdicts[connection_id] = pair
+        if pair.refresh:
+            refresh[connection_id] = None
+        if pair.reason is None:
+            assert pair.rung is not None
+            allowed = survivors.get(pair.rung)
+            if allowed is None:
+                survivors[pair.rung] = [connection_id]
+            else:
+                allowed.append(connection_id)
+            continue
+        excluded.append(
+            Exclusion(candidate.provider, candidate.model, connection_id, pair.rung, pair.reason, pair.detail)
+        )
+        if pair.retry_at is not None and (retry_at is None or pair.retry_at < retry_at):
+            retry_at = pair.retry_at
+    entries = tuple(
+        PoolEntry(candidate.provider, candidate.model, rung, candidate.connection_id, tuple(allowed))
+        for rung, allowed in survivors.items()
+    )
+    return CandidateOutcome(entries, tuple(excluded), tuple(refresh), retry_at, len(ids)), kept
+
+
 def resolve(
     snapshot: Snapshot,
     model: str,
@@ -455,7 +550,6 @@ def resolve(
         candidates = _catalog_candidates_memo(snapshot, auto.category)
     budgets = rung_budgets(config, snapshot.spend_usd, now)
     memo = verdict_memo(snapshot, grouping, now, budgets)
-    by_model = memo.by_model
     facts = _facts_table(snapshot)
     models_by_key = snapshot.models_by_key
 
@@ -464,70 +558,29 @@ def resolve(
     refresh: dict[str, None] = {}
     retry_at: datetime | None = None
     judged = 0
+    by_candidate = memo.by_candidate
 
     for index, candidate in enumerate(candidates):
-        if candidate.connection_id is not None:
-            ids: Sequence[str] = (candidate.connection_id,)
-        else:
-            # A connection id repeated in one candidate's list is judged once, at its first place.
-            ids = candidate.allowed_connection_ids
-            if dedupe and len(ids) > 1:
-                ids = tuple(dict.fromkeys(ids))
-        if not ids:
-            continue
-        judged += len(ids)
-        model_entry = models_by_key.get((candidate.provider, candidate.model))
-        tier_rung = rung_for("metered", model_entry, config)
-        verdicts = by_model.get((candidate.model, tier_rung))
-        if verdicts is None:
-            verdicts = {}
-            if memo.stored < MEMO_MAX_VERDICTS:
-                by_model[(candidate.model, tier_rung)] = verdicts
-        survivors: dict[Rung, list[str]] = {}
-        for connection_id in ids:
-            pair = verdicts.get(connection_id)
-            if pair is None:
-                pair, keep = _judge_case(
-                    snapshot,
-                    memo,
-                    grouping,
-                    facts.get(connection_id),
-                    connection_id,
-                    candidate.model,
-                    tier_rung,
-                    budgets,
-                    now,
-                )
-                if keep and memo.stored < MEMO_MAX_VERDICTS:
-                    memo.stored += 1
-                    verdicts[connection_id] = pair
-            if pair.refresh:
-                refresh[connection_id] = None
-            if pair.reason is None:
-                assert pair.rung is not None
-                allowed = survivors.get(pair.rung)
-                if allowed is None:
-                    survivors[pair.rung] = [connection_id]
-                else:
-                    allowed.append(connection_id)
-                continue
-            excluded.append(
-                Exclusion(
-                    candidate.provider, candidate.model, connection_id, pair.rung, pair.reason, pair.detail
-                )
+        try:
+            outcome = by_candidate.get(candidate)
+            hashable = True
+        except TypeError:  # a candidate built with a list of ids: judged, not remembered
+            outcome, hashable = None, False
+        if outcome is None:
+            outcome, keep = _judge_candidate(
+                snapshot, memo, grouping, candidate, dedupe, facts, models_by_key, budgets, now
             )
-            if pair.retry_at is not None and (retry_at is None or pair.retry_at < retry_at):
-                retry_at = pair.retry_at
-        for rung, allowed in survivors.items():
-            placed.append(
-                (
-                    int(rung),
-                    index,
-                    PoolEntry(
-                        candidate.provider, candidate.model, rung, candidate.connection_id, tuple(allowed)
-                    ),
-                )
-            )
+            if keep and hashable and memo.stored < MEMO_MAX_VERDICTS:
+                memo.stored += 1
+                by_candidate[candidate] = outcome
+        judged += outcome.judged
+        for entry in outcome.entries:
+            placed.append((int(entry.rung), index, entry))
+        excluded.extend(outcome.excluded)
+        for connection_id in outcome.refresh:
+            refresh[connection_id] = None
+        if outcome.retry_at is not None and (retry_at is None or outcome.retry_at < retry_at):
+            retry_at = outcome.retry_at
 
     placed.sort(key=lambda item: (item[0], item[1]))
     pool = tuple(entry for _, _, entry in placed)

@@ -18,6 +18,7 @@ from ladder.domain import (
     Reason,
     Resolution,
     Rung,
+    Snapshot,
     catalog_candidates,
     resolve,
 )
@@ -1054,3 +1055,42 @@ def test_it_stops_storing_verdicts_at_its_cap_and_still_answers(monkeypatch: pyt
 
 def resolution_equal(a: Resolution, b: Resolution) -> bool:
     return (a.pool, a.excluded, a.empty, a.refresh) == (b.pool, b.excluded, b.empty, b.refresh)
+
+
+def test_it_walks_candidates_not_pairs_once_their_verdicts_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    resolve_module = importlib.import_module("ladder.domain.resolve")  # the package re-exports resolve()
+
+    walked: list[str] = []
+    real = resolve_module._judge_candidate
+
+    def counting(
+        snapshot: Snapshot, memo: object, grouping: str, candidate: Candidate, *args: object
+    ) -> object:
+        walked.append(candidate.model)
+        return real(snapshot, memo, grouping, candidate, *args)
+
+    monkeypatch.setattr(resolve_module, "_judge_candidate", counting)
+    s = snap(plan("s1"), key("k1"))
+    candidates = [logical(["s1", "k1"]), logical(["k1", "s1"], model="m2")]
+    first = resolve(s, "auto/thrifty", candidates, NOW)
+    second = resolve(s, "auto/thrifty", candidates, later(1))
+    assert walked == ["m1", "m2"]  # the second resolution reuses each candidate's outcome
+    assert resolution_equal(first, second)
+    assert second.resolved_at == later(1)
+
+
+def test_it_walks_a_candidate_with_a_stale_reading_every_time() -> None:
+    s = snap(plan("s1", quota=reading(win(50, reset=later(7200)), age_s=600)))
+    candidates = [concrete("s1")]
+    first = resolve(s, "auto/subscription", candidates, NOW)
+    second = resolve(s, "auto/subscription", candidates, later(30))
+    assert reasons(first) == reasons(second) == [("s1", Reason.READING_STALE)]
+    # The detail tells the reading's age at each resolution, never a remembered one.
+    assert [x.detail.split(" ")[2] for x in (*first.excluded, *second.excluded)] == ["600s", "630s"]
+
+
+def test_it_answers_for_candidates_that_cannot_be_remembered() -> None:
+    s = snap(plan("s1"))
+    listed = Candidate("planned", "m1", None, ["s1"])  # type: ignore[arg-type]  # a list: unhashable
+    assert pool_ids(resolve(s, "auto/thrifty", [listed], NOW)) == [("m1", 0, ("s1",))]
+    assert pool_ids(resolve(s, "auto/thrifty", [listed], NOW)) == [("m1", 0, ("s1",))]
