@@ -9,9 +9,10 @@ must be allowed.
 
 Every scrape builds its figures afresh, with no state in the web process (several serve the same
 ladder): gauges from one snapshot (``selectors.snapshot_load``, a constant number of queries),
-the escalation counts from one query, and the counters shared by every process from Redis
-(``ladder_resolutions_total`` from the escalation log's script, the refresh figures from the
-Celery workers). With Redis away those counters are left out and ``ladder_metrics_redis_up`` is 0.
+the escalation counts from one query, and the counters shared by every process from Redis, read
+through the selectors (``ladder_resolutions_total`` from the escalation log's script, the refresh
+figures from the Celery workers). With Redis away those counters are left out and
+``ladder_metrics_redis_up`` is 0.
 
 Families, with bounded label sets (``connection`` is an operator-made connection id):
 
@@ -66,9 +67,6 @@ from ladder.domain.resolve import billing_verdict
 from ladder.domain.types import Connection, Rung, Snapshot
 from ladder.domain.windows import connection_limits, reading_age_s
 from ladder.models import ESCALATION_KINDS
-from ladder.services import hotstate
-from ladder.services.escalations import resolutions_read
-from ladder.services.refresh_metrics import DURATION_BUCKETS_S, FAILURE_OUTCOMES, refresh_metrics_read
 
 logger = logging.getLogger(__name__)
 
@@ -345,7 +343,7 @@ def redis_families() -> Iterator[Metric]:
     )
     failures = CounterMetricFamily(
         "ladder_refresh_failures",
-        f"Quota polls that failed, by provider and outcome ({', '.join(FAILURE_OUTCOMES)})",
+        f"Quota polls that failed, by provider and outcome ({', '.join(selectors.FAILURE_OUTCOMES)})",
         labels=["provider", "outcome"],
     )
     durations = HistogramMetricFamily(
@@ -354,9 +352,9 @@ def redis_families() -> Iterator[Metric]:
         labels=["provider"],
     )
     try:
-        counted = resolutions_read()
-        figures = refresh_metrics_read()
-    except hotstate.HotStateUnavailable as exc:
+        counted = selectors.resolutions_read()
+        figures = selectors.refresh_metrics_read()
+    except selectors.HotStateUnavailable as exc:
         logger.warning("metrics: the Redis counters are unavailable (%s)", exc)
         up.add_metric([], 0.0)
         yield from (up, resolutions, polls, failures, durations)
@@ -367,14 +365,16 @@ def redis_families() -> Iterator[Metric]:
             resolutions.add_metric([grouping, outcome], counted.get((grouping, outcome), 0))
     providers = sorted({provider for provider, _ in figures.polls} | set(figures.durations))
     for provider in providers:
-        for outcome in FAILURE_OUTCOMES:
+        for outcome in selectors.FAILURE_OUTCOMES:
             failures.add_metric([provider, outcome], figures.polls.get((provider, outcome), 0))
     for (provider, outcome), count in sorted(figures.polls.items()):
         polls.add_metric([provider, outcome], count)
     for provider, timed in sorted(figures.durations.items()):
         cumulative = 0
         buckets: list[tuple[str, float]] = []
-        for bound, count in zip([*map(str, DURATION_BUCKETS_S), "+Inf"], timed.buckets, strict=True):
+        for bound, count in zip(
+            [*map(str, selectors.DURATION_BUCKETS_S), "+Inf"], timed.buckets, strict=True
+        ):
             cumulative += count
             buckets.append((bound, cumulative))
         durations.add_metric([provider], buckets, sum_value=timed.sum_s)

@@ -14,7 +14,7 @@ moves by compare-and-set (a conditional ``UPDATE … WHERE rung = <what we read>
 style), so two processes never log one change twice. When Redis is down every resolution takes that
 path. Redis keys expire ``LADDER_ESCALATION_RECHECK_S`` after the last change, so that after an
 outage (when only the database followed the changes) Redis lags the database for that long at most.
-A failure here is logged and never fails the resolution. Like the hot readings, the Redis keys
+A failure here is logged and never fails the resolution. The Redis keys
 assume one database per ``LADDER_HOTSTATE_PREFIX``: a server whose database is replaced under a
 running Redis (tests that flush tables) needs a prefix of its own, else a stale key can hide the
 first change after the flush.
@@ -35,9 +35,12 @@ from django.db.models import F
 
 from ladder.domain.types import Resolution, Rung
 from ladder.models import EscalationEvent, EscalationState, EscalationTally
+from ladder.selectors import resolutions_key, resolutions_read
 from ladder.services import hotstate
 
 logger = logging.getLogger(__name__)
+
+__all__ = ["escalation_compare", "escalation_observe", "escalations_purge", "resolutions_read"]
 
 EMPTY_CODE = "e"
 CAS_ATTEMPTS = 3
@@ -61,10 +64,6 @@ _SCRIPT_SHA = hashlib.sha1(_SCRIPT.encode()).hexdigest()
 
 def last_outcome_key(auto_id: str) -> str:
     return f"{hotstate.key_prefix()}:escalation:{auto_id}"
-
-
-def resolutions_key() -> str:
-    return f"{hotstate.key_prefix()}:metrics:resolutions"
 
 
 def resolutions_field(grouping: str, rung: Rung | None) -> str:
@@ -186,28 +185,6 @@ def escalation_why(resolution: Resolution, from_rung: int | None) -> str:
 
 def _cap(text: str) -> str:
     return text if len(text) <= WHY_MAX_CHARS else text[: WHY_MAX_CHARS - 1] + "…"
-
-
-def resolutions_read() -> dict[tuple[str, str], int]:
-    """(grouping, outcome) → gateway resolutions counted so far (``ladder_resolutions_total``).
-
-    Raises HotStateUnavailable when Redis is away."""
-    try:
-        raw = hotstate.client().hgetall(resolutions_key())
-    except hotstate.HotStateUnavailable:
-        raise
-    except (redis.RedisError, OSError) as exc:
-        hotstate.mark_down(exc)
-        raise hotstate.HotStateUnavailable(str(exc)) from exc
-    counts: dict[tuple[str, str], int] = {}
-    for name_raw, value_raw in raw.items():
-        name = name_raw.decode() if isinstance(name_raw, bytes) else str(name_raw)
-        grouping, _, outcome = name.partition(":")
-        try:
-            counts[(grouping, outcome)] = int(value_raw)
-        except ValueError:
-            logger.warning("escalation log: unreadable resolutions counter %r ignored", name)
-    return counts
 
 
 def escalations_purge(*, older_than: datetime, chunk_size: int = 2000) -> int:

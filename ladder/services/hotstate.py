@@ -3,9 +3,10 @@ logs that live there (the escalation log, the resolution and refresh counters, r
 flight) and the last beat tick.
 
 The database is the source of truth; nothing here is read to resolve a pool (a resolution reads the
-live state from the database: ``selectors.live_state_since``). Every call times out fast
-(``LADDER_HOTSTATE_TIMEOUT_S``, 0.5 s) and, after a failure, Redis is left alone for
-``OUTAGE_BACKOFF_S`` so that an outage costs one timeout, not one per request.
+live state from the database: ``selectors.live_state_since``). The client is the selectors' (whose
+``/metrics`` reads need it too): every call times out fast (``LADDER_HOTSTATE_TIMEOUT_S``, 0.5 s)
+and, after a failure, Redis is left alone for ``selectors.OUTAGE_BACKOFF_S`` so that an outage
+costs one timeout, not one per request.
 
 Keys (``LADDER_HOTSTATE_PREFIX``, default ``ladder:hot``), here: ``<prefix>:last_beat_at``, the ISO
 time of the last refresh fan-out (``/readyz``); the others are named by the modules that use them.
@@ -14,72 +15,29 @@ time of the last refresh fan-out (``/readyz``); the others are named by the modu
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from datetime import UTC, datetime
 
 import redis
-from django.conf import settings
 from django.utils import timezone
 
 from ladder import models as m
+from ladder import selectors
+from ladder.selectors import HotStateUnavailable
 
 logger = logging.getLogger(__name__)
 
-OUTAGE_BACKOFF_S = 5.0
 BEAT_HEARTBEAT = "beat"
 
-_clients: dict[str, redis.Redis] = {}
-_clients_lock = threading.Lock()
-_down_until: dict[str, float] = {}  # Redis URL → monotonic time before which it is left alone
-
-
-class HotStateUnavailable(Exception):
-    """Redis did not answer in time (or recently failed); the caller falls back to the database."""
-
-
-def redis_url() -> str:
-    return str(settings.LADDER_HOTSTATE_REDIS_URL or settings.REDIS_URL)
-
-
-def key_prefix() -> str:
-    return str(settings.LADDER_HOTSTATE_PREFIX)
+# The Redis client is the selectors' (a read needs it too: /metrics); the writers use these names.
+client = selectors.redis_client
+key_prefix = selectors.redis_key_prefix
+mark_down = selectors.redis_mark_down
+mark_up = selectors.redis_mark_up
+redis_url = selectors.redis_url
 
 
 def last_beat_key() -> str:
     return f"{key_prefix()}:last_beat_at"
-
-
-def client() -> redis.Redis:
-    """A Redis client for the hot state (one per URL, thread-safe), with 0.5 s timeouts.
-
-    Raises HotStateUnavailable while a recent failure is being waited out."""
-    url = redis_url()
-    if time.monotonic() < _down_until.get(url, 0.0):
-        raise HotStateUnavailable(f"Redis at {url} failed recently; waiting before trying again")
-    timeout_s = float(settings.LADDER_HOTSTATE_TIMEOUT_S)
-    with _clients_lock:
-        found = _clients.get(url)
-        if found is None:
-            found = redis.Redis.from_url(
-                url,
-                socket_timeout=timeout_s,
-                socket_connect_timeout=timeout_s,
-                retry_on_timeout=False,
-                health_check_interval=30,
-            )
-            _clients[url] = found
-    return found
-
-
-def mark_down(exc: BaseException) -> None:
-    _down_until[redis_url()] = time.monotonic() + OUTAGE_BACKOFF_S
-    logger.warning("hot state: Redis at %s unavailable (%s); using the database", redis_url(), exc)
-
-
-def mark_up() -> None:
-    """Forget recorded outages (tests, or after an operator restarted Redis)."""
-    _down_until.clear()
 
 
 def available() -> bool:

@@ -20,20 +20,31 @@ import bisect
 import logging
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import redis
 
+from ladder.selectors import (
+    DURATION_BUCKETS_S,
+    FAILURE_OUTCOMES,
+    RefreshFigures,
+    refresh_metrics_key,
+    refresh_metrics_read,
+)
 from ladder.services import hotstate
 
 logger = logging.getLogger(__name__)
 
-DURATION_BUCKETS_S: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-FAILURE_OUTCOMES: tuple[str, ...] = ("unverifiable", "rate_limited", "auth_failed", "transient", "failed")
-
-
-def refresh_metrics_key() -> str:
-    return f"{hotstate.key_prefix()}:metrics:refresh"
+# Read by /metrics through the selectors; named here too for the writers' readers.
+__all__ = [
+    "DURATION_BUCKETS_S",
+    "FAILURE_OUTCOMES",
+    "PollRecord",
+    "RefreshFigures",
+    "refresh_metrics_key",
+    "refresh_metrics_read",
+    "refresh_metrics_record",
+]
 
 
 @dataclass(frozen=True)
@@ -71,46 +82,3 @@ def refresh_metrics_record(records: Iterable[PollRecord]) -> bool:
         hotstate.mark_down(exc)
         return False
     return True
-
-
-@dataclass
-class ProviderDurations:
-    buckets: list[int] = field(default_factory=lambda: [0] * (len(DURATION_BUCKETS_S) + 1))
-    sum_s: float = 0.0
-    count: int = 0
-
-
-@dataclass
-class RefreshFigures:
-    polls: dict[tuple[str, str], int] = field(default_factory=dict)  # (provider, outcome) → polls
-    durations: dict[str, ProviderDurations] = field(default_factory=dict)
-
-
-def refresh_metrics_read() -> RefreshFigures:
-    """The shared figures. Raises HotStateUnavailable when Redis is away."""
-    try:
-        raw = hotstate.client().hgetall(refresh_metrics_key())
-    except hotstate.HotStateUnavailable:
-        raise
-    except (redis.RedisError, OSError) as exc:
-        hotstate.mark_down(exc)
-        raise hotstate.HotStateUnavailable(str(exc)) from exc
-    figures = RefreshFigures()
-    for name_raw, value_raw in raw.items():
-        name = name_raw.decode() if isinstance(name_raw, bytes) else str(name_raw)
-        value = value_raw.decode() if isinstance(value_raw, bytes) else str(value_raw)
-        kind, _, rest = name.partition("|")
-        try:
-            if kind == "polls":
-                provider, _, outcome = rest.rpartition("|")
-                figures.polls[(provider, outcome)] = int(value)
-            elif kind == "bucket":
-                provider, _, index = rest.rpartition("|")
-                figures.durations.setdefault(provider, ProviderDurations()).buckets[int(index)] += int(value)
-            elif kind == "sum":
-                figures.durations.setdefault(rest, ProviderDurations()).sum_s = float(value)
-            elif kind == "count":
-                figures.durations.setdefault(rest, ProviderDurations()).count = int(value)
-        except (ValueError, IndexError):
-            logger.warning("refresh metrics: unreadable field %r ignored", name)
-    return figures
