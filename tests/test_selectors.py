@@ -168,3 +168,29 @@ def test_it_lists_uncurated_connection_kinds() -> None:
 
 def test_it_reads_the_state_version() -> None:
     assert selectors.state_version_get() == 0
+
+
+def test_it_reads_both_versions_in_one_query(django_assert_num_queries: DjangoAssertNumQueries) -> None:
+    with django_assert_num_queries(1):
+        assert selectors.state_versions_get() == (0, 0)
+
+
+@pytest.mark.parametrize("count", [5, 50])
+def test_it_reads_the_live_state_of_stamped_connections_in_one_query(
+    count: int, django_assert_num_queries: DjangoAssertNumQueries
+) -> None:
+    make_connections(count)
+    Connection.objects.create(id="bare", provider="claude", live_seq=8)  # no reading at all
+    Connection.objects.filter(id__in=["c001", "c003"]).update(live_seq=8, cooldown_until=NOW)
+    Connection.objects.filter(id="c002").update(live_seq=7)  # stamped before: already read
+
+    with django_assert_num_queries(1):
+        live = selectors.live_state_since(7)
+
+    latest = selectors.readings_latest()
+    assert live == {
+        "bare": (None, None),
+        "c001": (NOW, latest["c001"]),
+        "c003": (NOW, latest["c003"]),
+    }
+    assert [w.name for w in latest["c001"].windows] == ["5h", "7d"]  # in the windows' order
