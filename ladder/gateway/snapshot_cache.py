@@ -1,4 +1,4 @@
-"""The gateway's snapshot, cached by state version: one per process, read by every resolution."""
+"""The gateway's snapshot, cached by the state and live versions: one per process, for every resolution."""
 
 from __future__ import annotations
 
