@@ -33,7 +33,7 @@ def scrub_quoted_credentials(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ladder', '0014_failure_windows'),
+        ('ladder', '0015_live_version'),
     ]
 
     operations = [
