@@ -4,7 +4,9 @@ LiteLLM's router choosing one deployment among 1,000 (usage-based, and a plain s
 contender runs in a process of its own (as each runs in production: the ladder's resolver never shares
 a heap with LiteLLM's router), and the rounds interleave them so that a noisy moment hits them all.
 Each round times a short burst per contender: its first call after idle, and the rest warm.
-Prints figures; the last line is ratio=t20000/t10000."""
+Then floor_ratio: the offline resolver over 1,000 connections (two windows each) against the floor of
+any resolver of that file, reading it and orjson.loads of its bytes, interleaved in this one process
+with nothing kept between calls. Prints figures; the last line is ratio=t20000/t10000."""
 
 from __future__ import annotations
 
@@ -74,6 +76,46 @@ def offline_resolver_call(connections: int) -> Callable[[], None]:
             raise RuntimeError("ladder_resolve answered the same state differently")
 
     return call
+
+
+def floor_ratio(connections: int = 1000, rounds: int = 41) -> tuple[float, float, float]:
+    """Median per-round ratio of one ladder_resolve call to reading the same file and orjson.loads of
+    it, interleaved in this process (nothing kept between calls: each call reads and parses the file);
+    with the median times of each side."""
+    import django
+    import orjson
+    from django.core.management import call_command
+
+    django.setup()
+    document = synthetic_state(
+        providers=20, connections_per_provider=connections // 20, models_per_provider=1
+    )
+    with tempfile.NamedTemporaryFile("wb", suffix=".json", delete=False) as fh:
+        fh.write(orjson.dumps(document))
+        path = fh.name
+    atexit.register(os.unlink, path)
+
+    def ladder() -> None:
+        call_command("ladder_resolve", path, stdout=io.StringIO())
+
+    def floor() -> None:
+        with open(path, "rb") as fh:
+            orjson.loads(fh.read())
+
+    for _ in range(3):  # warm: imports, the command's parser
+        ladder()
+        floor()
+    ratios, ladder_times, floor_times = [], [], []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        ladder()
+        middle = time.perf_counter()
+        floor()
+        end = time.perf_counter()
+        ladder_times.append(middle - start)
+        floor_times.append(end - middle)
+        ratios.append((middle - start) / (end - middle))
+    return statistics.median(ratios), statistics.median(ladder_times), statistics.median(floor_times)
 
 
 def litellm_call(deployments: int, strategy: str) -> Callable[[], None] | None:
@@ -212,6 +254,12 @@ def main() -> None:
     start = time.perf_counter()
     json.dumps(resolution_to_dict(resolution))
     print(f"render 20000-pair resolution to JSON: {(time.perf_counter() - start) * 1000:.1f} ms")
+    ratio, ladder_s, floor_s = floor_ratio()
+    print(
+        f"ladder_resolve over 1000 connections (two windows each): {ladder_s * 1000:.2f} ms; "
+        f"reading the file and orjson.loads: {floor_s * 1000:.2f} ms (median of interleaved rounds)"
+    )
+    print(f"floor_ratio={ratio:.2f}")
     print(f"ratio={t20 / t10:.2f}")
 
 
