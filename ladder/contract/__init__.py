@@ -1,1 +1,2 @@
-"""The wire shapes of STATE.md and API.md as typed msgspec definitions; no Django."""
+"""The wire shapes, each declared once as a typed msgspec definition (no Django): the state file of
+STATE.md (state.py) and the API bodies of API.md (api.py)."""

@@ -9,7 +9,7 @@ costs the snapshot's queries whatever the number of connections. The words they 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from urllib.parse import quote, urlencode
@@ -18,6 +18,7 @@ from django.db.models import Count, Prefetch, Sum
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+from msgspec.structs import replace
 
 from ladder import models as m
 from ladder.dashboard.chart import CHART_SPAN, Chart, chart_build

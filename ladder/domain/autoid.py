@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from ladder.domain.types import CATEGORIES, Grouping
@@ -73,7 +74,7 @@ def is_paid_tier_auto_id(value: str) -> bool:
     return parsed.grouping in PAID_TIERS
 
 
-def advertised_auto_ids(categories_in_catalog: set[str] | frozenset[str]) -> list[str]:
+def advertised_auto_ids(categories_in_catalog: AbstractSet[str]) -> list[str]:
     """auto/subscription, auto/thrifty, then every auto/<category>:<tier> whose category has a model."""
     ids = [compose_auto_id(tier) for tier in TIERS]
     for category in CATEGORIES:

@@ -1,20 +1,27 @@
-"""The routing law's vocabulary: frozen dataclasses and closed sets of values (DESIGN §1).
+"""The routing law's vocabulary: value types and closed sets of values (DESIGN §1).
 
-Value types are slotted: a state of 1,000 connections holds about 5,000 of them, and without a
-__dict__ a five-field value takes 80 bytes instead of 120 (250 as the parser used to build them), so
-walking them misses the CPU cache less (12–13% of an offline resolution). Snapshot keeps a __dict__
-for its cached lookups and memo (and resolve's VerdictMemo is the mutable memo itself)."""
+The values a state holds by the thousand (Window, Reading, Connection; and CatalogEntry, ModelEntry,
+Candidate with them) are frozen msgspec Structs, and their fields carry the limits of the wire
+(STATE.md): the state file decodes straight into them in one call (ladder.contract.state). Measured
+on 1,000 connections with two windows each (benchmarks/bench_domain.py): decoding into Structs takes
+about 1.5x orjson.loads of the same bytes; decoding into twin Structs and then building the slotted
+frozen dataclasses these types used to be took about 5x more again (the dataclass __init__ sets each
+field through object.__setattr__), which is why slot_builder once existed. gc=False: none of them can
+hold a reference cycle, so the cyclic collector never tracks them and needs no pausing.
+
+The values there is one of per state or per answer (LadderConfig, Snapshot, Resolution and its parts)
+stay dataclasses: Snapshot keeps a __dict__ for its cached lookups and memo."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import IntEnum
 from functools import cached_property
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Annotated, Any, Literal, Protocol
 
-T = TypeVar("T")
+import msgspec
 
 Billing = Literal["subscription", "metered", "keyless", "unknown"]
 Overage = Literal["hard-stop", "meters-to-paid", "unknown"]
@@ -27,8 +34,20 @@ BILLINGS: tuple[Billing, ...] = ("subscription", "metered", "keyless", "unknown"
 OVERAGES: tuple[Overage, ...] = ("hard-stop", "meters-to-paid", "unknown")
 SOURCES: tuple[Source, ...] = ("poll", "headers", "error")
 BUDGET_PERIODS: tuple[BudgetPeriod, ...] = ("day", "month")
-CATEGORIES: tuple[str, ...] = ("coding", "reasoning", "vision", "chat", "multimodal")
+Category = Literal["coding", "reasoning", "vision", "chat", "multimodal"]
+CATEGORIES: tuple[Category, ...] = ("coding", "reasoning", "vision", "chat", "multimodal")
 BUDGET_RUNGS: tuple[str, ...] = ("cheap", "premium")
+
+# Limits of the wire, written once: msgspec checks them as it decodes (ladder.contract.state).
+POLL_INTERVAL_MAX_S = 86_400.0
+CONNECTION_ID_PATTERN = r"\A[A-Za-z0-9._:-]{1,64}\Z"
+Pct = Annotated[float, msgspec.Meta(ge=0, le=100)]
+Text = Annotated[str, msgspec.Meta(pattern=r"\S")]  # a string that is not blank
+Time = Annotated[datetime, msgspec.Meta(tz=True)]
+ConnectionId = Annotated[str, msgspec.Meta(pattern=CONNECTION_ID_PATTERN)]
+PollIntervalS = Annotated[float, msgspec.Meta(gt=0, le=POLL_INTERVAL_MAX_S)]
+# A price or an amount: a finite number ≥ 0 (infinity, which Python's json reads for 1e400, is refused).
+Amount = Annotated[float, msgspec.Meta(ge=0, le=1.7976931348623157e308)]
 
 
 class Rung(IntEnum):
@@ -84,39 +103,6 @@ class Reason:
         RESERVE_REACHED,
         BELOW_REENTRY_FLOOR,
     )
-
-
-def slot_builder(cls: type[T]) -> Callable[..., T]:
-    """A function that builds a frozen slotted dataclass from all its field values, positional, in
-    field order and already checked: for parsers of large states.
-
-    The generated __init__ sets each field through object.__setattr__, a generic call per field. This
-    builder fills a plain twin class of the same slots with ordinary attribute stores, which the
-    interpreter specialises, then makes the instance a `cls` by assigning __class__ (CPython allows it
-    between classes of the same layout, and checks that it is): half the cost per instance.
-    Written from source once per class, as dataclasses writes __init__."""
-    if not hasattr(cls, "__dataclass_fields__") or "__slots__" not in vars(cls):
-        raise TypeError(f"{cls.__name__} is not a slotted dataclass")
-    if hasattr(cls, "__post_init__"):
-        raise TypeError(f"{cls.__name__} has a __post_init__, which a builder would skip")
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    if clash := _BUILDER_NAMES.intersection(names):
-        raise TypeError(f"{cls.__name__} has a field named {sorted(clash)[0]}, a name the builder uses")
-    twin = type(f"{cls.__name__}Parts", (), {"__slots__": vars(cls)["__slots__"], "__module__": __name__})
-    stores = "".join(f"    obj.{name} = {name}\n" for name in names)
-    source = (
-        f"def build({', '.join(names)}):\n"
-        f"    obj = _new(_twin)\n{stores}    obj.__class__ = _cls\n    return obj\n"
-    )
-    namespace: dict[str, Any] = {"_new": object.__new__, "_twin": twin, "_cls": cls}
-    exec(source, namespace)  # noqa: S102 — field names of our own dataclass, nothing from input
-    build: Callable[..., T] = namespace["build"]
-    build.__qualname__ = f"slot_builder({cls.__name__})"
-    build(*[None] * len(names))  # a layout CPython refuses fails here, at import, not at a first parse
-    return build
-
-
-_BUILDER_NAMES = frozenset(("obj", "_new", "_twin", "_cls"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,72 +168,67 @@ class Limits:
     age_limit_s: float
 
 
-@dataclass(frozen=True, slots=True)
-class CatalogEntry:
-    provider: str
+class CatalogEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
+    provider: Text
     auth_type: str | None
     billing: Billing
     overage: Overage
-    source_url: str | None = None
+    source_url: Text | None = None
     notes: str = ""
-    reviewed_at: datetime | None = None
+    reviewed_at: Time | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ModelEntry:
-    provider: str
-    model: str
-    input_usd_per_mtok: float | None = None
-    output_usd_per_mtok: float | None = None
+class ModelEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
+    provider: Text
+    model: Text
+    input_usd_per_mtok: Amount | None = None
+    output_usd_per_mtok: Amount | None = None
     free: bool = False
-    categories: tuple[str, ...] = ()
+    categories: tuple[Category, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Window:
-    name: str
-    remaining_pct: float
-    reset_at: datetime | None = None
-    scope_models: tuple[str, ...] = ()
+class Window(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
+    name: Text
+    remaining_pct: Pct
+    reset_at: Time | None = None
+    scope_models: tuple[Text, ...] = ()
     latched: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Reading:
-    fetched_at: datetime
+class Reading(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
+    fetched_at: Time
     windows: tuple[Window, ...] = ()
     source: Source = "poll"
     verifiable: bool = True
     observed_overage: Overage | None = None
-    # Why an adapter could not verify the reading (a missing or renamed field…), for people.
+    # Why an adapter could not verify the reading (a missing or renamed field…), for people. Not part
+    # of the state file: ladder.contract.state refuses a note there.
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Connection:
-    id: str
-    provider: str
+class Connection(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
+    id: ConnectionId
+    provider: Text
     auth_type: str | None = None
     keyless: bool = False
     enabled: bool = True
-    disabled_reason: str | None = None
-    base_url: str | None = None
-    cooldown_until: datetime | None = None
+    disabled_reason: Text | None = None
+    base_url: Text | None = None
+    cooldown_until: Time | None = None
     overage_override: Overage | None = None
-    models: tuple[str, ...] | None = None
-    reading: Reading | None = None
+    models: tuple[Text, ...] | None = None
+    reading: Reading | None = msgspec.field(default=None, name="quota")  # "quota" in STATE.md
     # L5: its polling interval when slower than refresh_interval_s (None: polled every interval).
-    poll_interval_s: float | None = None
+    poll_interval_s: PollIntervalS | None = None
     # L6: quota kept for the operator's own use, in % (None: none kept).
-    reserve_pct: float | None = None
+    reserve_pct: Pct | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    provider: str
-    model: str
-    connection_id: str | None = None
-    allowed_connection_ids: tuple[str, ...] = ()
+class Candidate(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
+    provider: Text
+    model: Text
+    connection_id: Text | None = None
+    allowed_connection_ids: tuple[Text, ...] = ()
 
 
 @dataclass(frozen=True)  # not slotted: cached_property needs a __dict__

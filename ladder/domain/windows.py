@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from dataclasses import replace as dataclass_replace
 from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from types import MappingProxyType
 
+from msgspec.structs import replace
+
+from ladder.domain.types import POLL_INTERVAL_MAX_S as POLL_INTERVAL_MAX_S  # L5, re-exported
 from ladder.domain.types import (
     Connection,
     Failure,
@@ -24,8 +28,6 @@ from ladder.domain.types import (
 
 # L5: services refuse readings (and reports) dated more than this far after their own clock.
 FUTURE_TOLERANCE_S = 300.0
-# L5: a connection's poll interval is above 0 and at most a day.
-POLL_INTERVAL_MAX_S = 86_400.0
 
 
 def limits_for(
@@ -293,4 +295,4 @@ def clamp_failure_resets(failure: Failure, now: datetime) -> tuple[Failure, tupl
     reset_at = clamp(failure.window, failure.reset_at)
     if not clamps:
         return failure, ()
-    return replace(failure, reset_at=reset_at, windows=windows), tuple(clamps.values())
+    return dataclass_replace(failure, reset_at=reset_at, windows=windows), tuple(clamps.values())

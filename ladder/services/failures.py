@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
+from msgspec.structs import replace
 
 from ladder import models as m
 from ladder import selectors

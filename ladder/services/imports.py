@@ -12,11 +12,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from ladder import models as m
+from ladder.contract.state import StateError, parse_state
 from ladder.domain.budgets import BUDGET_RUNG_NAMES
 from ladder.domain.timefmt import format_utc
 from ladder.domain.types import Reading
 from ladder.domain.windows import FUTURE_TOLERANCE_S
-from ladder.offline.statefile import StateError, parse_state
 from ladder.services import bump_state_version
 
 WINDOW_NAME_MAX = m.QuotaWindow._meta.get_field("name").max_length or 64
@@ -69,9 +69,9 @@ def state_import(*, data: Any, replace: bool = False) -> ImportSummary:
         raise StateError("now", "is required when spend_usd is given: spend is dated at the file's now")
     summary = ImportSummary()
     with transaction.atomic():
-        if "config" in data:
+        if state.config_given is not None:
             configuration = m.LadderConfiguration.load()
-            for name, value in data["config"].items():
+            for name, value in state.config_given.items():
                 setattr(configuration, name, value)
             _full_clean(configuration, "config")
             configuration.save()

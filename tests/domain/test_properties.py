@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
 from typing import Any
 
+import msgspec
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -773,7 +774,7 @@ def test_it_answers_for_any_spend_as_a_fresh_snapshot_would(
 
 
 def _with_reserve(snapshot: Snapshot, reserve: float | None) -> Snapshot:
-    connections = tuple(replace(c, reserve_pct=reserve) for c in snapshot.connections)
+    connections = tuple(msgspec.structs.replace(c, reserve_pct=reserve) for c in snapshot.connections)
     return Snapshot(snapshot.config, snapshot.billing_catalog, snapshot.models, connections, {})
 
 

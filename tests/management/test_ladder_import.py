@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from ladder import models as m
-from ladder.offline.statefile import parse_state
+from ladder.contract.state import parse_state
 from tests.conftest import SHARED
 
 VECTORS = sorted((SHARED / "acceptance" / "vectors").glob("*.json"))

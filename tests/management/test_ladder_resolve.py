@@ -15,10 +15,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from ladder.contract.state import parse_state
 from ladder.domain import resolution_to_dict, resolve
 from ladder.management.commands.ladder_resolve import Command
 from ladder.models import LadderConfiguration
-from ladder.offline.statefile import parse_state
 from tests.test_selectors import make_connections
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from html.parser import HTMLParser
 from typing import Any
 
+import msgspec
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -30,6 +31,7 @@ from django.urls import reverse
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from ladder.contract.state import parse_state, state_to_dict
 from ladder.dashboard.view_models import Preview, preview_build
 from ladder.domain import Candidate, Resolution, resolution_to_dict, resolve
 from ladder.domain.billing import normalise_auth_type
@@ -37,7 +39,6 @@ from ladder.domain.timefmt import format_utc, format_utc_or_none
 from ladder.domain.types import Connection, Empty, Exclusion, PoolEntry, Reading, Rung
 from ladder.domain.windows import FUTURE_TOLERANCE_S
 from ladder.gateway import views as api
-from ladder.offline.statefile import parse_state, state_to_dict
 from ladder.services.imports import state_import
 from ladder.services.tokens import gateway_token_create
 from tests.conftest import examples
@@ -72,16 +73,18 @@ def _storable_reading(reading: Reading | None) -> Reading | None:
     for window in reading.windows:
         seen[window.name] = seen.get(window.name, 0) + 1
         name = window.name if seen[window.name] == 1 else f"{window.name}.{seen[window.name]}"
-        windows.append(replace(window, name=name))
+        windows.append(msgspec.structs.replace(window, name=name))
     latest = NOW + timedelta(seconds=FUTURE_TOLERANCE_S)
-    return replace(reading, windows=tuple(windows), fetched_at=min(reading.fetched_at, latest))
+    return msgspec.structs.replace(
+        reading, windows=tuple(windows), fetched_at=min(reading.fetched_at, latest)
+    )
 
 
 def _storable_connection(connection: Connection, refresh_interval_s: float) -> Connection:
     """Also: the import refuses a poll interval the database cannot hold (one not slower than
     refresh_interval_s is none)."""
     poll_interval_s = connection.poll_interval_s
-    return replace(
+    return msgspec.structs.replace(
         connection,
         auth_type=normalise_auth_type(connection.auth_type),
         reading=_storable_reading(connection.reading),

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ladder.offline.statefile import StateError, load_json_text
+from ladder.contract.state import StateError, load_json_text
 from ladder.services.imports import state_import
 
 

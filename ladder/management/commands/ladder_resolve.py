@@ -9,16 +9,10 @@ from typing import Any, ClassVar
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ladder.contract.state import StateError, decode_state, parse_time, state_to_dict
 from ladder.domain import AutoIdError, resolution_to_dict, resolve
 from ladder.offline.gcpause import paused_gc
-from ladder.offline.statefile import (
-    StateError,
-    dump_json_text,
-    load_json_text,
-    parse_state,
-    parse_time,
-    state_to_dict,
-)
+from ladder.offline.jsontext import dump_json_text
 
 
 def one_line(message: str) -> str:
@@ -82,7 +76,7 @@ class Command(BaseCommand):
         except UnicodeDecodeError as exc:
             raise StateError("", f"{path} is not UTF-8 text (byte {exc.start})") from None
         with paused_gc():  # the state is a large acyclic graph (ladder.offline.gcpause)
-            state = parse_state(load_json_text(text))
+            state = decode_state(text)
             now = parse_time(options["now"], "--now") if options["now"] is not None else state.now
             if now is None:
                 raise StateError("now", "is required (or pass --now)")

@@ -1,4 +1,4 @@
-"""The offline state file of STATE.md: strict parsing, defaults, and the export round trip."""
+"""The offline state file of STATE.md: strict decoding, defaults, and the export round trip."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ladder.contract.state import StateError, decode_state, load_json_text, parse_state, state_to_dict
 from ladder.domain import (
     Candidate,
     CatalogEntry,
@@ -22,15 +23,6 @@ from ladder.domain import (
     Window,
     resolution_to_dict,
     resolve,
-)
-from ladder.offline import statefile
-from ladder.offline.statefile import (
-    StateError,
-    dump_json_text,
-    load_json_text,
-    parse_connection,
-    parse_state,
-    state_to_dict,
 )
 
 NOW = datetime(2026, 8, 22, 12, 0, tzinfo=UTC)
@@ -247,6 +239,29 @@ def test_it_names_the_field_of_every_bad_value(path: list[str | int], value: Any
     assert "\n" not in str(error)
 
 
+@pytest.mark.parametrize(("path", "value", "field"), BAD_VALUES)
+def test_it_decodes_json_text_with_the_same_verdict(path: list[str | int], value: Any, field: str) -> None:
+    document = with_change(path, value)
+
+    with pytest.raises(StateError) as info:
+        decode_state(json.dumps(document).encode())
+
+    assert str(info.value) == str(error_of(document))
+
+
+def test_it_decodes_json_text_into_the_same_state() -> None:
+    text = json.dumps(valid())
+
+    assert decode_state(text) == decode_state(text.encode()) == parse_state(valid())
+
+
+def test_it_refuses_a_note_in_a_reading_which_only_adapters_write() -> None:
+    error = error_of(with_change(["connections", 3, "quota", "note"], "from a file"))
+
+    assert error.path == "connections[3].quota.note"
+    assert error.message.startswith("unknown key; accepted: fetched_at, windows, source")
+
+
 @pytest.mark.parametrize(
     ("path", "field"),
     [
@@ -423,30 +438,6 @@ def test_it_reports_bad_json_without_a_traceback() -> None:
     assert load_json_text('{"now": null}') == {"now": None}
 
 
-def test_it_writes_compact_json_with_utf8_as_it_is() -> None:
-    document = {"provider": "café", "ids": ["a", "b"], "retry_at": None, "rung_index": 3}
-
-    text = dump_json_text(document)
-
-    assert text == json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    assert dump_json_text(document, 2) == json.dumps(document, ensure_ascii=False, indent=2)
-
-
-@pytest.mark.parametrize("indent", [None, 2])
-def test_it_writes_a_lone_surrogate_as_the_escape_the_file_held(indent: int | None) -> None:
-    text = dump_json_text({"provider": "p\ud800", "model": "café"}, indent)
-
-    assert "\\ud800" in text
-    assert "café" in text
-    text.encode("utf-8")  # any UTF-8 output can carry it
-    assert json.loads(text) == {"provider": "p\ud800", "model": "café"}
-
-
-def test_it_refuses_what_is_not_json_as_json_does() -> None:
-    with pytest.raises(TypeError):
-        dump_json_text({"at": NOW})
-
-
 # --- export round trip -------------------------------------------------------------------------------------
 
 
@@ -596,15 +587,15 @@ def test_it_exports_defaults_that_parse_back_to_the_same_resolution() -> None:
     assert first == second
 
 
-# --- the fast path for connections must judge exactly like the careful parser ------------------------------
+# --- JSON text (one decode) and JSON values (convert) must judge alike --------------------------------------
 
 ANY_TIME = st.sampled_from(
     ["2026-08-22T11:59:00Z"] * 8
     + ["2026-08-22T13:59:00.5+02:00"] * 4
-    + ["2026-08-22T11:59:00", "soon", "", 5]
+    + ["2026-08-22T11:59:00", "soon", "", 5, "9999-12-31T23:59:59-10:00"]
 )
 JUNK: st.SearchStrategy[Any] = st.sampled_from(
-    [None, "", "  ", "x", 0, 1.5, True, [], {}, ["a"], [""], float("nan")]
+    [None, "", "  ", "x", 0, 1.5, True, [], {}, ["a"], [""], float("nan"), float("inf")]
 )
 
 
@@ -662,38 +653,11 @@ def _outcome(parse: Any) -> Any:
 
 
 @settings(max_examples=400, deadline=None, database=None)
-@given(connection_docs | quota_docs.map(lambda quota: {"id": "c1", "provider": "p", "quota": quota}))
-def test_it_parses_connections_the_same_on_the_fast_path(document: dict[str, Any]) -> None:
-    fast = _outcome(lambda: parse_state({"connections": [document]}).snapshot.connections[0])
-    careful = _outcome(lambda: parse_connection(document, "connections[0]"))
-    assert fast == careful
-
-
-@settings(max_examples=200, deadline=None, database=None)
-@given(st.lists(connection_docs, min_size=2, max_size=4))
-def test_it_parses_several_connections_the_same_on_the_fast_path(documents: list[dict[str, Any]]) -> None:
-    # Times the connections share are parsed once and reused: the reuse must judge like the careful
-    # parser, connection after connection (ids made distinct: duplicates are another error).
+@given(st.lists(connection_docs | quota_docs.map(lambda q: {"provider": "p", "quota": q}), max_size=3))
+def test_it_judges_json_text_as_it_judges_json_values(documents: list[dict[str, Any]]) -> None:
     documents = [{**document, "id": f"c{index}"} for index, document in enumerate(documents)]
-    fast = _outcome(lambda: parse_state({"connections": documents}).snapshot.connections)
-    careful = _outcome(
-        lambda: tuple(parse_connection(document, f"connections[{i}]") for i, document in enumerate(documents))
-    )
-    assert fast == careful
+    state = {"connections": documents}
 
+    decoded = _outcome(lambda: decode_state(json.dumps(state)))
 
-def test_it_takes_the_fast_path_for_a_clean_state(monkeypatch: pytest.MonkeyPatch) -> None:
-    careful: list[str] = []
-    real = statefile.parse_connection
-
-    def counted(value: Any, path: str) -> Any:
-        careful.append(path)
-        return real(value, path)
-
-    monkeypatch.setattr(statefile, "parse_connection", counted)
-    document = valid()
-
-    state = parse_state(document)
-
-    assert len(state.snapshot.connections) == len(document["connections"])
-    assert careful == []
+    assert decoded == _outcome(lambda: parse_state(state))
