@@ -1,11 +1,13 @@
 """The offline state file of STATE.md, declared once: decoding with validation, and writing it back.
 
 A file decodes and validates in one call, `msgspec.json.decode(raw, type=StateFile)`, straight into the
-domain's value types (ladder.domain.types says why they are Structs: measured, decoding into them
-costs about 1.5x orjson.loads of the same bytes; building dataclasses from them would cost 5x more).
-What msgspec cannot say is checked after, in one pass over the values (`_settle`): times in UTC and
-within years 1970 to 9000, auth types normalised, no `note` in a reading, the documented values of
-`observed_overage`, and the keys the catalog, the models and the connections must not repeat.
+domain's value types (ladder.domain.types says why they are Structs). What msgspec cannot say, or
+says slowly, is checked after in one pass over the values (`_settle`): times in UTC and within years
+1970 to 9000, auth types normalised, names not blank and ids of the documented characters, no `note`
+in a reading, the documented values of `observed_overage`, and the keys the catalog, the models and
+the connections must not repeat. On 1,000 connections with two windows each the whole costs about
+1.3x orjson.loads of the same bytes (decode 0.6x, the pass 0.5x; benchmarks/bench_domain.py's
+floor_ratio measures the offline resolver around it).
 
 Errors name the field by its path in STATE.md's form,
 `connections[3].quota.windows[0].remaining_pct: must be between 0 and 100`, translated from msgspec's
@@ -37,6 +39,7 @@ from ladder.domain.types import (
     BUDGET_PERIODS,
     BUDGET_RUNGS,
     CATEGORIES,
+    CONNECTION_ID_CHARACTER,
     OVERAGES,
     POLL_INTERVAL_MAX_S,
     SOURCES,
@@ -224,8 +227,7 @@ def _settle(file: StateFile) -> State:
     _unique(((e.provider, e.auth_type) for e in catalog), "billing_catalog", "provider and auth_type")
     _unique(((m.provider, m.model) for m in file.models), "models", "provider and model")
     connections = file.connections
-    for i, connection in enumerate(connections):
-        _settle_connection(connection, i)
+    _settle_connections(connections)
     if len({c.id for c in connections}) != len(connections):
         _unique((c.id for c in connections), "connections", "connection id")
     config = file.config
@@ -248,29 +250,54 @@ def _settle(file: StateFile) -> State:
     )
 
 
-def _settle_connection(connection: Connection, i: int) -> None:
-    auth_type = connection.auth_type
-    if auth_type is not None and (normal := normalise_auth_type(auth_type)) != auth_type:
-        force_setattr(connection, "auth_type", normal)
-    moment = connection.cooldown_until
-    if moment is not None and not (moment.tzinfo is UTC and _EARLIEST <= moment <= _LATEST):
-        force_setattr(connection, "cooldown_until", _utc(moment, f"connections[{i}].cooldown_until"))
-    reading = connection.reading
-    if reading is None:
-        return
-    moment = reading.fetched_at
-    if not (moment.tzinfo is UTC and _EARLIEST <= moment <= _LATEST):
-        force_setattr(reading, "fetched_at", _utc(moment, f"connections[{i}].quota.fetched_at"))
-    if reading.note:
-        raise StateError(f"connections[{i}].quota.note", _unknown_key("quota"))
-    if reading.observed_overage == "unknown":
-        raise StateError(
-            f"connections[{i}].quota.observed_overage", _choice_message("observed_overage", "unknown")
-        )
-    for j, window in enumerate(reading.windows):
-        moment = window.reset_at
-        if moment is not None and not (moment.tzinfo is UTC and _EARLIEST <= moment <= _LATEST):
-            force_setattr(window, "reset_at", _utc(moment, f"connections[{i}].quota.windows[{j}].reset_at"))
+def _settle_connections(connections: tuple[Connection, ...]) -> None:
+    """The connections' checks, in one loop over thousands of values: each line here costs. Names are
+    checked for blankness here and ids for their characters (ladder.domain.types.Name): a pattern in
+    the Structs would cost msgspec a Python call per string, most of the decode's time."""
+    utc, earliest, latest, normal_auth, blank = UTC, _EARLIEST, _LATEST, normalise_auth_type, str.isspace
+    for i, connection in enumerate(connections):
+        if connection.provider.isspace():
+            raise StateError(f"connections[{i}].provider", _TEXT)
+        auth_type = connection.auth_type
+        if auth_type is not None and (normal := normal_auth(auth_type)) != auth_type:
+            force_setattr(connection, "auth_type", normal)
+        moment = connection.cooldown_until
+        if moment is not None and not (moment.tzinfo is utc and earliest <= moment <= latest):
+            force_setattr(connection, "cooldown_until", _utc(moment, f"connections[{i}].cooldown_until"))
+        reading = connection.reading
+        if reading is None:
+            continue
+        moment = reading.fetched_at
+        if not (moment.tzinfo is utc and earliest <= moment <= latest):
+            force_setattr(reading, "fetched_at", _utc(moment, f"connections[{i}].quota.fetched_at"))
+        if reading.note:
+            raise StateError(f"connections[{i}].quota.note", _unknown_key("quota"))
+        if reading.observed_overage == "unknown":
+            raise StateError(
+                f"connections[{i}].quota.observed_overage", _choice_message("observed_overage", "unknown")
+            )
+        for j, window in enumerate(reading.windows):
+            if window.name.isspace() or (window.scope_models and any(map(blank, window.scope_models))):
+                _refuse_names(window, f"connections[{i}].quota.windows[{j}]")
+            moment = window.reset_at
+            if moment is not None and not (moment.tzinfo is utc and earliest <= moment <= latest):
+                path = f"connections[{i}].quota.windows[{j}].reset_at"
+                force_setattr(window, "reset_at", _utc(moment, path))
+    # One regular expression over every id at once (msgspec checked their lengths).
+    if not _ID_TEXT.fullmatch("".join([c.id for c in connections])):
+        for i, connection in enumerate(connections):
+            if not _ID_TEXT.fullmatch(connection.id):
+                raise StateError(f"connections[{i}].id", _MESSAGES["connections.id"])
+
+
+_ID_TEXT = re.compile(f"{CONNECTION_ID_CHARACTER}*")
+
+
+def _refuse_names(window: Window, path: str) -> None:
+    if window.name.isspace():
+        raise StateError(f"{path}.name", _TEXT)
+    index = next(k for k, scope in enumerate(window.scope_models) if scope.isspace())
+    raise StateError(f"{path}.scope_models[{index}]", _TEXT)
 
 
 def _given(shape: msgspec.Struct) -> dict[str, Any]:

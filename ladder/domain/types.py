@@ -3,11 +3,12 @@
 The values a state holds by the thousand (Window, Reading, Connection; and CatalogEntry, ModelEntry,
 Candidate with them) are frozen msgspec Structs, and their fields carry the limits of the wire
 (STATE.md): the state file decodes straight into them in one call (ladder.contract.state). Measured
-on 1,000 connections with two windows each (benchmarks/bench_domain.py): decoding into Structs takes
-about 1.5x orjson.loads of the same bytes; decoding into twin Structs and then building the slotted
-frozen dataclasses these types used to be took about 5x more again (the dataclass __init__ sets each
-field through object.__setattr__), which is why slot_builder once existed. gc=False: none of them can
-hold a reference cycle, so the cyclic collector never tracks them and needs no pausing.
+on 1,000 connections with two windows each: decoding into Structs takes about 1.5x orjson.loads of the
+same bytes (0.6x once the per-string patterns moved to the contract's pass); decoding into twin
+Structs and then building the slotted frozen dataclasses these types used to be added about 5x
+orjson.loads more (a dataclass __init__ sets each field through object.__setattr__; slot_builder's
+exec and __class__ swap once halved that). gc=False: none of them can hold a reference cycle, so
+the cyclic collector never tracks them and needs no pausing.
 
 The values there is one of per state or per answer (LadderConfig, Snapshot, Resolution and its parts)
 stay dataclasses: Snapshot keeps a __dict__ for its cached lookups and memo."""
@@ -40,11 +41,15 @@ BUDGET_RUNGS: tuple[str, ...] = ("cheap", "premium")
 
 # Limits of the wire, written once: msgspec checks them as it decodes (ladder.contract.state).
 POLL_INTERVAL_MAX_S = 86_400.0
-CONNECTION_ID_PATTERN = r"\A[A-Za-z0-9._:-]{1,64}\Z"
+CONNECTION_ID_CHARACTER = r"[A-Za-z0-9._:-]"  # 1 to 64 of them
 Pct = Annotated[float, msgspec.Meta(ge=0, le=100)]
 Text = Annotated[str, msgspec.Meta(pattern=r"\S")]  # a string that is not blank
 Time = Annotated[datetime, msgspec.Meta(tz=True)]
-ConnectionId = Annotated[str, msgspec.Meta(pattern=CONNECTION_ID_PATTERN)]
+# The strings a state holds by the thousand: a pattern costs msgspec a Python call per value (most of a
+# decode's time), so ladder.contract.state checks their blankness (a Name) and an id's characters
+# (CONNECTION_ID_CHARACTER) in its one pass over the connections.
+Name = Annotated[str, msgspec.Meta(min_length=1)]
+ConnectionId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 PollIntervalS = Annotated[float, msgspec.Meta(gt=0, le=POLL_INTERVAL_MAX_S)]
 # A price or an amount: a finite number ≥ 0 (infinity, which Python's json reads for 1e400, is refused).
 Amount = Annotated[float, msgspec.Meta(ge=0, le=1.7976931348623157e308)]
@@ -188,10 +193,10 @@ class ModelEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=Fal
 
 
 class Window(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
-    name: Text
+    name: Name
     remaining_pct: Pct
     reset_at: Time | None = None
-    scope_models: tuple[Text, ...] = ()
+    scope_models: tuple[Name, ...] = ()
     latched: bool = False
 
 
@@ -208,7 +213,7 @@ class Reading(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False)
 
 class Connection(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     id: ConnectionId
-    provider: Text
+    provider: Name
     auth_type: str | None = None
     keyless: bool = False
     enabled: bool = True
