@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import gc
 import os
 import uuid
 from collections.abc import Iterator
@@ -107,19 +106,3 @@ def control(upstream: FakeUpstream) -> Iterator[FakeUpstreamControl]:
         ctl.reset()
         yield ctl
         ctl.reset()
-
-
-@pytest.fixture
-def gc_collections() -> Iterator[list[int]]:
-    """The generation of every cyclic collection that runs while the test does (ladder.offline.gcpause)."""
-    seen: list[int] = []
-
-    def record(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            seen.append(info["generation"])
-
-    gc.callbacks.append(record)
-    try:
-        yield seen
-    finally:
-        gc.callbacks.remove(record)

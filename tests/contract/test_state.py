@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gc
 import json
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -247,6 +248,16 @@ def test_it_decodes_json_text_with_the_same_verdict(path: list[str | int], value
         decode_state(json.dumps(document).encode())
 
     assert str(info.value) == str(error_of(document))
+
+
+def test_the_values_it_decodes_are_invisible_to_the_cyclic_collector() -> None:
+    # Thousands of values per state: untracked, the collector neither walks them nor needs a pause.
+    state = decode_state(json.dumps(valid()))
+    connection = state.snapshot.connections[3]
+    assert connection.reading is not None
+
+    values = [connection, connection.reading, *connection.reading.windows, *state.snapshot.models]
+    assert not any(gc.is_tracked(value) for value in values)
 
 
 def test_it_decodes_json_text_into_the_same_state() -> None:

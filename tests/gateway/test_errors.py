@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import http.client
 import json
 import sqlite3
@@ -19,7 +20,6 @@ from hypothesis import strategies as st
 
 from ladder import models as m
 from ladder.gateway import views as api
-from ladder.offline.gcpause import paused_gc
 from ladder.services.tokens import gateway_token_create, gateway_token_revoke
 from tests.gateway.conftest import Api, assert_error, make_connection
 
@@ -237,10 +237,13 @@ def test_it_lets_the_failed_cursor_go_at_once(gateway: Api, monkeypatch: pytest.
             raise wrapped from exc
 
     monkeypatch.setattr("ladder.gateway.decorators.gateway_token_authenticate", locked)
-    with paused_gc():  # no automatic collection: only the cleared frames can free it
+    gc.disable()  # no automatic collection: only the cleared frames can free it
+    try:
         response = gateway.post("/api/v1/pools/resolve", {"model": "auto/thrifty"})
         assert_error(response, "/api/v1/pools/resolve", "post", 503, "database_unavailable")
         assert cursors[0]() is None  # freed without the collector
+    finally:
+        gc.enable()
 
 
 def test_it_writes_last_used_at_at_most_once_a_minute(gateway: Api, token: str) -> None:

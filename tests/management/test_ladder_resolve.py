@@ -18,8 +18,6 @@ from django.core.management.base import CommandError
 from ladder.contract.state import parse_state
 from ladder.domain import resolution_to_dict, resolve
 from ladder.management.commands.ladder_resolve import Command
-from ladder.models import LadderConfiguration
-from tests.test_selectors import make_connections
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -127,44 +125,6 @@ def many_connections(count: int) -> list[dict[str, Any]]:
         }
         for index in range(count)
     ]
-
-
-def test_no_cyclic_collection_runs_while_it_parses_and_resolves(
-    tmp_path: Path, gc_collections: list[int]
-) -> None:
-    # 1,000 connections allocate thousands of objects: the collector would run many times
-    # (ladder.offline.gcpause)
-    path = write(tmp_path, state(connections=many_connections(1000)))
-    out = StringIO()
-    gc.collect()  # nothing due when the command starts
-    gc_collections.clear()
-
-    call_command("ladder_resolve", str(path), stdout=out)
-    collections = list(gc_collections)
-
-    # At most the one collection that fell due during the pause, run by the first allocation after it
-    assert len(collections) <= 1
-    assert gc.isenabled()
-    assert len(json.loads(out.getvalue())["pool"][0]["allowed_connection_ids"]) == 1000
-
-
-@pytest.mark.django_db
-def test_no_cyclic_collection_runs_while_it_exports_the_live_state(gc_collections: list[int]) -> None:
-    # 300 connections: thousands of rows and values, the collector would run several times during the
-    # snapshot load; the pause is the one-shot command's, never a web request's (issue #16)
-    LadderConfiguration.load()
-    make_connections(300, readings_each=1)
-    out = StringIO()
-    gc.collect()  # nothing due when the command starts
-    gc_collections.clear()
-
-    call_command("ladder_resolve", "--export", "--now", "2026-09-15T12:00:00Z", stdout=out)
-    collections = list(gc_collections)
-
-    # At most the one collection that fell due during the pause, run by the first allocation after it
-    assert len(collections) <= 1
-    assert gc.isenabled()
-    assert len(json.loads(out.getvalue())["connections"]) == 300
 
 
 def test_the_collector_is_back_on_after_a_refused_file(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ladder.contract.state import StateError, decode_state, parse_time, state_to_dict
 from ladder.domain import AutoIdError, resolution_to_dict, resolve
-from ladder.offline.gcpause import paused_gc
 from ladder.offline.jsontext import dump_json_text
 
 
@@ -75,16 +74,15 @@ class Command(BaseCommand):
             raise StateError("", f"cannot read {path}: {exc.strerror}") from None
         except UnicodeDecodeError as exc:
             raise StateError("", f"{path} is not UTF-8 text (byte {exc.start})") from None
-        with paused_gc():  # the state is a large acyclic graph (ladder.offline.gcpause)
-            state = decode_state(text)
-            now = parse_time(options["now"], "--now") if options["now"] is not None else state.now
-            if now is None:
-                raise StateError("now", "is required (or pass --now)")
-            model = options["model"] if options["model"] is not None else state.model
-            if model is None:
-                raise StateError("request.model", "is required (or pass --model)")
-            resolution = resolve(state.snapshot, model, state.candidates, now)
-            return resolution_to_dict(resolution)
+        state = decode_state(text)
+        now = parse_time(options["now"], "--now") if options["now"] is not None else state.now
+        if now is None:
+            raise StateError("now", "is required (or pass --now)")
+        model = options["model"] if options["model"] is not None else state.model
+        if model is None:
+            raise StateError("request.model", "is required (or pass --model)")
+        resolution = resolve(state.snapshot, model, state.candidates, now)
+        return resolution_to_dict(resolution)
 
     def _export(self, options: dict[str, Any]) -> dict[str, Any]:
         from ladder.selectors import snapshot_load
@@ -93,8 +91,7 @@ class Command(BaseCommand):
             now = parse_time(options["now"], "--now") if options["now"] is not None else datetime.now(UTC)
         except StateError as exc:
             raise CommandError(one_line(str(exc)), returncode=2) from None
-        with paused_gc():  # the snapshot is a large acyclic graph (ladder.offline.gcpause)
-            return state_to_dict(snapshot_load(now=now), now)
+        return state_to_dict(snapshot_load(now=now), now)
 
     def _print(self, document: dict[str, Any], indent: int | None) -> None:
         self.stdout.write(dump_json_text(document, indent))
