@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import replace as dataclass_replace
 from datetime import datetime, timedelta
 
 from django.core.exceptions import ImproperlyConfigured
@@ -98,7 +99,7 @@ def failure_record(
     failure, recheck = failure_classify(
         connection, status=status, headers=headers, body=body, observed_at=observed_at
     )
-    failure = replace(failure, detail=strip_secrets(failure.detail, connection_secrets(connection)))
+    failure = dataclass_replace(failure, detail=strip_secrets(failure.detail, connection_secrets(connection)))
     failure, clamps = clamp_failure_resets(failure, observed_at)
     log_reset_clamps(connection_id, clamps, source="failure")
     spent = tuple(
