@@ -49,6 +49,7 @@ from functools import partial
 from typing import Any
 
 import httpx
+import msgspec
 import redis
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, ValidationError
@@ -272,7 +273,7 @@ def job_fetch(job: RefreshJob, client: httpx.Client, *, now: datetime | None = N
         crash = strip_secrets(f"adapter error: {type(exc).__name__}: {exc}", secrets)
         return Outcome(job, now, crash=crash, duration_s=time.monotonic() - started)
     if reading.note:
-        reading = dataclasses.replace(reading, note=strip_secrets(reading.note, secrets))
+        reading = msgspec.structs.replace(reading, note=strip_secrets(reading.note, secrets))
     return Outcome(job, now, reading=reading, duration_s=time.monotonic() - started)
 
 
