@@ -16,6 +16,7 @@ from django.db.models.functions import Lower, Trim
 
 from ladder.domain.billing import normalise_auth_type
 from ladder.domain.config import CONFIG_FIELDS, build_config, config_errors
+from ladder.domain.credentials import CREDENTIAL_OWNERS
 from ladder.domain.types import (
     BILLINGS,
     BUDGET_PERIODS,
@@ -36,6 +37,11 @@ OBSERVED_OVERAGE_CHOICES = [("meters-to-paid", "meters-to-paid"), ("hard-stop", 
 SOURCE_CHOICES = [(value, value) for value in SOURCES]
 BUDGET_PERIOD_CHOICES = [(value, value) for value in BUDGET_PERIODS]
 BUDGET_RUNG_CHOICES = [(value, value) for value in BUDGET_RUNGS]
+CREDENTIAL_OWNER_CHOICES = [
+    ("ladder", "ladder: the ladder refreshes it"),
+    ("gateway", "gateway: the gateway pushes each new access token"),
+    ("static", "static: a key that does not expire"),
+]
 RUNG_CHOICES = [(0, "0 subscription"), (1, "1 keyless"), (2, "2 free"), (3, "3 cheap"), (4, "4 premium")]
 
 CONNECTION_ID_PATTERN = r"\A[A-Za-z0-9._:-]{1,64}\Z"
@@ -145,6 +151,16 @@ class Connection(models.Model):
     disabled_reason = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     # Fernet token (ladder.security.crypto); never shown back. Empty = no credential stored.
     credential_ciphertext = models.TextField(blank=True, default="", editable=False)
+    # The structured credential (issue 17): credential_ciphertext holds the access token; the refresh
+    # token and what redeeming it needs are a Fernet-encrypted JSON object here. Its ciphertext
+    # changes at every write, so a write-back compares it to what the refresher read (compare-and-set).
+    refresh_ciphertext = models.TextField(blank=True, default="", editable=False)
+    credential_owner = models.CharField(max_length=8, choices=CREDENTIAL_OWNER_CHOICES, default="static")
+    credential_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    credential_account_id = models.CharField(max_length=200, blank=True, default="", editable=False)
+    credential_updated_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # A refresh's claim (a lease): set by a conditional UPDATE, so a dead claimer blocks no one long.
+    refresh_claimed_until = models.DateTimeField(null=True, blank=True, editable=False)
     base_url = models.URLField(max_length=500, null=True, blank=True)  # noqa: DJ001
     overage_override = models.CharField(max_length=16, choices=OVERAGE_CHOICES, null=True, blank=True)  # noqa: DJ001
     cooldown_until = models.DateTimeField(null=True, blank=True)
@@ -221,6 +237,11 @@ class Connection(models.Model):
                 name="connection_reserve_pct_range",
                 violation_error_message="reserve_pct must be empty or between 0 and 100.",
             ),
+            models.CheckConstraint(
+                condition=Q(credential_owner__in=CREDENTIAL_OWNERS),
+                name="connection_credential_owner_valid",
+                violation_error_message=f"credential_owner must be one of: {', '.join(CREDENTIAL_OWNERS)}.",
+            ),
         ]
         indexes: ClassVar[list[models.Index]] = [
             models.Index(fields=["next_refresh_at"], name="connection_next_refresh_idx"),
@@ -252,6 +273,10 @@ class Connection(models.Model):
         if not self.credential_ciphertext:
             return None
         return decrypt_credential(self.credential_ciphertext)
+
+    @property
+    def has_refresh_token(self) -> bool:
+        return bool(self.refresh_ciphertext)
 
 
 class QuotaReading(models.Model):
