@@ -21,6 +21,7 @@ from ladder.fakeupstream.fixtures import (
 )
 from ladder.fakeupstream.rewriters import REWRITERS, UNSUPPORTED, Quota, Served, apply_exhaustion_extras
 from ladder.fakeupstream.timeshift import shift_times, whole_seconds
+from ladder.fakeupstream.tokens import DEFAULT_LIFETIME_S, TokenAuthority, bearer_of
 
 CONTROL_PREFIX = "/_control"
 URL_SCHEME = (
@@ -249,7 +250,9 @@ class FakeUpstreamApp:
     fixtures: dict[str, KindFixture]
     delay_ms: float = 0.0
     freeze_at: datetime | None = None
+    token_lifetime_s: float = DEFAULT_LIFETIME_S
     clock: Clock = field(init=False)
+    tokens: TokenAuthority = field(init=False)
     _initial_delay_ms: float = field(init=False)
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _scopes: dict[ScopeKey, Scope] = field(init=False, default_factory=dict)
@@ -258,10 +261,13 @@ class FakeUpstreamApp:
     def __post_init__(self) -> None:
         self.clock = Clock(self.freeze_at)
         self._initial_delay_ms = self.delay_ms
+        self.tokens = TokenAuthority(self.token_lifetime_s)
 
     # --- upstream requests ---
 
-    def handle(self, method: str, target: str, headers: Mapping[str, str] | None = None) -> AnyReply:
+    def handle(
+        self, method: str, target: str, *, headers: Mapping[str, str] | None = None, body: bytes = b""
+    ) -> AnyReply:
         path = _path_of(target)
         parts = path.split("/")
         if len(parts) < 2 or not parts[1]:
@@ -276,6 +282,16 @@ class FakeUpstreamApp:
             connection = unquote(rest[0][1:]) or None
             rest = rest[1:]
         route_path = normalise_path(unquote("/" + "/".join(rest)))
+        if self.tokens.is_token_call(kind, method, route_path):
+            with self._lock:
+                self._counts[(kind, connection, "token")] += 1
+            status, answer = self.tokens.redeem(kind, route_path, body, self.clock.now())
+            return json_reply(status, answer)
+        bearer = bearer_of(headers)
+        if bearer is not None:
+            access = self.tokens.access_status(bearer, self.clock.now())
+            if access in ("expired", "revoked"):
+                return self._access_refused(fixture, kind, access)
         call, path_known = fixture.route(method, route_path)
         call_name = call.name if call else None
         resolved = self._resolve(kind, connection, call_name)
@@ -320,6 +336,19 @@ class FakeUpstreamApp:
         if quota is not None and rewriter is not None:
             rewriter.rewrite(served, quota)
         return _served_reply(served, tag, delay_s)
+
+    def _access_refused(self, fixture: KindFixture, kind: str, access: str) -> Reply:
+        """A 401 (the kind's own ``token_expired`` answer when its fixture has one)."""
+        error = fixture.error("token_expired")
+        if error is not None:
+            served = self._shifted(fixture, error, self.clock.now())
+            return _served_reply(served, f"{kind}/token:{access}", 0.0)
+        body = {"error": {"type": "authentication_error", "message": f"OAuth access token {access}"}}
+        return Reply(
+            401,
+            [("content-type", "application/json"), ("x-fake-upstream", f"{kind}/token:{access}")],
+            json.dumps(body).encode(),
+        )
 
     def _resolve(self, kind: str, connection: str | None, call_name: str | None) -> _Resolved:
         keys: list[ScopeKey] = [(kind, connection), (kind, None), (None, None)]
@@ -398,6 +427,8 @@ class FakeUpstreamApp:
             ("POST", "scenario"): self._control_scenario,
             ("POST", "reset"): self._control_reset,
             ("POST", "clock"): self._control_clock,
+            ("GET", "tokens"): self._control_tokens_record,
+            ("POST", "tokens"): self._control_tokens_mint,
         }
         handler = handlers.get((method.upper(), action))
         if handler is None:
@@ -452,6 +483,29 @@ class FakeUpstreamApp:
             "counts": counts,
             "totals": dict(totals),
         }
+
+    def _control_tokens_record(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return self.tokens.record()
+
+    def _control_tokens_mint(self, payload: dict[str, Any]) -> dict[str, Any]:
+        lifetime = payload.get("lifetime_s")
+        lifetime_s = None if lifetime is None else _number(payload, "lifetime_s", minimum=0.001)
+        kind = _opt_str(payload, "kind")
+        if kind is None:
+            if lifetime_s is None:
+                raise ControlError(400, "give a kind to mint a login, or lifetime_s to set the default")
+            self.tokens.lifetime_s = lifetime_s
+            return {"ok": True, "lifetime_s": lifetime_s}
+        try:
+            return self.tokens.mint(
+                kind,
+                self.clock.now(),
+                lifetime_s=lifetime_s,
+                account_id=_opt_str(payload, "account_id"),
+                auth_method=_opt_str(payload, "auth_method") or "social",
+            )
+        except ValueError as exc:
+            raise ControlError(400, str(exc)) from None
 
     def _control_reset(self, payload: dict[str, Any]) -> dict[str, Any]:
         kind = _opt_str(payload, "kind")

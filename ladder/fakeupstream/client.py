@@ -76,6 +76,32 @@ class FakeUpstreamControl:
             and (call == ANY or row["call"] == call)
         )
 
+    # --- token endpoints (ladder.fakeupstream.tokens) ---
+
+    def mint_login(
+        self,
+        kind: str,
+        *,
+        lifetime_s: float | None = None,
+        account_id: str | None = None,
+        auth_method: str = "social",
+    ) -> dict[str, Any]:
+        """A new login of ``kind``: its tokens and ``file``, what the kind's CLI would write."""
+        payload: dict[str, Any] = {"kind": kind, "auth_method": auth_method}
+        if lifetime_s is not None:
+            payload["lifetime_s"] = lifetime_s
+        if account_id is not None:
+            payload["account_id"] = account_id
+        return self._post("tokens", payload)
+
+    def token_lifetime(self, lifetime_s: float) -> dict[str, Any]:
+        """The lifetime of the access tokens issued from now on (seconds)."""
+        return self._post("tokens", {"lifetime_s": lifetime_s})
+
+    def token_record(self) -> dict[str, Any]:
+        """Every redemption of a refresh token, and a summary (``ok``, ``reused``, …)."""
+        return self._answer(self._client.get(f"{self.base_url}/_control/tokens"))
+
     def reset(self, kind: str | None = None, connection: str | None = None) -> dict[str, Any]:
         """Without a kind: back to the startup state (scenarios, counts, delay, clock)."""
         return self._post("reset", {"kind": kind, "connection": connection})

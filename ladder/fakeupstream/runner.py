@@ -12,6 +12,7 @@ from ladder.fakeupstream.app import FakeUpstreamApp
 from ladder.fakeupstream.client import FakeUpstreamControl, connection_base_url
 from ladder.fakeupstream.fixtures import load_fixtures
 from ladder.fakeupstream.server import FakeUpstreamServer
+from ladder.fakeupstream.tokens import DEFAULT_LIFETIME_S
 
 
 class FakeUpstream:
@@ -26,8 +27,14 @@ class FakeUpstream:
         delay_ms: float = 0.0,
         freeze_at: datetime | None = None,
         log: TextIO | None = None,
+        token_lifetime_s: float = DEFAULT_LIFETIME_S,
     ) -> None:
-        self.app = FakeUpstreamApp(load_fixtures(fixtures_dir), delay_ms=delay_ms, freeze_at=freeze_at)
+        self.app = FakeUpstreamApp(
+            load_fixtures(fixtures_dir),
+            delay_ms=delay_ms,
+            freeze_at=freeze_at,
+            token_lifetime_s=token_lifetime_s,
+        )
         self._server = FakeUpstreamServer((host, port), self.app, log)
         self.host = host
         self.port = int(self._server.server_address[1])
@@ -95,10 +102,19 @@ def run_fake_upstream(
     delay_ms: float = 0.0,
     freeze_at: datetime | None = None,
     log: TextIO | None = None,
+    token_lifetime_s: float = DEFAULT_LIFETIME_S,
 ) -> FakeUpstream:
     """Start the fake upstream in a background thread; port 0 picks a free port.
 
     The handle has ``.url``, ``.port``, ``.url_for(kind, connection)``, ``.control()``, ``.app`` (the
     in-process state) and ``.stop()``, and works as a context manager.
     """
-    return FakeUpstream(host, port, fixtures_dir, delay_ms=delay_ms, freeze_at=freeze_at, log=log).start()
+    return FakeUpstream(
+        host,
+        port,
+        fixtures_dir,
+        delay_ms=delay_ms,
+        freeze_at=freeze_at,
+        log=log,
+        token_lifetime_s=token_lifetime_s,
+    ).start()

@@ -123,7 +123,7 @@ class FakeUpstreamHandler(BaseHTTPRequestHandler):
             status, answer = app.control(self.command, self.path, payload)
             self._send(json_reply(status, answer))
             return
-        reply = app.handle(self.command, self.path, dict(self.headers.items()))
+        reply = app.handle(self.command, self.path, headers=dict(self.headers.items()), body=body)
         if reply.delay_s > 0:
             time.sleep(reply.delay_s)
         try:
