@@ -19,6 +19,7 @@ from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
+from ladder.services.credentials import credentials_refresh_due_run
 from ladder.services.escalations import escalations_purge
 from ladder.services.readings import readings_purge as readings_purge_service
 from ladder.services.refresh import refresh_connections_run, refresh_due_run
@@ -75,6 +76,19 @@ def refresh_connections(self: Task, connection_ids: list[str]) -> dict[str, Any]
     hard, soft = _limits(self)
     ids = [str(cid) for cid in connection_ids or ()]
     return refresh_connections_run(ids, lease_s=hard, deadline_s=soft * DEADLINE_SHARE).as_dict()
+
+
+@shared_task(
+    bind=True,
+    name="ladder.tasks.credentials_refresh",
+    soft_time_limit=REFRESH_SOFT_TIME_LIMIT_S,
+    time_limit=REFRESH_TIME_LIMIT_S,
+    **RETRY_OPTIONS,
+)
+def credentials_refresh(self: Task) -> dict[str, int]:
+    """The beat's credential sweep: refresh the ladder-owned credentials within their lead time of
+    expiry (each refresh token redeemed once: ladder.services.credentials)."""
+    return dict(credentials_refresh_due_run())
 
 
 @shared_task(

@@ -341,6 +341,26 @@ LADDER_HOTSTATE_TIMEOUT_S = float(os.getenv("LADDER_HOTSTATE_TIMEOUT_S", "0.5"))
 # escalations): after a Redis outage, Redis lags the database for that long at most.
 LADDER_ESCALATION_RECHECK_S = envint("LADDER_ESCALATION_RECHECK_S", "60")
 
+# --- Credentials (ladder.services.credentials; docs/CREDENTIALS.md) ---
+# Refresh a ladder-owned credential this long before it expires, per kind (never more than half its
+# lifetime): "claude-oauth=3600,codex-chatgpt=86400". LADDER_CREDENTIAL_LEAD_SCALE shrinks every lead
+# at once (the soak compresses a week into minutes).
+LADDER_CREDENTIAL_LEAD_S = {
+    "claude-oauth": 3600,
+    "codex-chatgpt": 86400,
+    "gemini-cli": 300,
+    "antigravity": 300,
+    "kiro": 300,
+} | envmap("LADDER_CREDENTIAL_LEAD_S", "")
+LADDER_CREDENTIAL_LEAD_SCALE = float(os.getenv("LADDER_CREDENTIAL_LEAD_SCALE", "1"))
+# A refresh's claim lasts this long: longer than a token endpoint's timeout, short enough that a
+# dead claimer blocks no one for long.
+LADDER_CREDENTIAL_LEASE_S = float(os.getenv("LADDER_CREDENTIAL_LEASE_S", "30"))
+# The beat's credential sweep (whole seconds, at least 1).
+LADDER_CREDENTIAL_BEAT_S = max(1, round(float(os.getenv("LADDER_CREDENTIAL_BEAT_S", "30"))))
+# A process that finds another one's refresh in progress waits this long for it before answering.
+LADDER_CREDENTIAL_WAIT_S = float(os.getenv("LADDER_CREDENTIAL_WAIT_S", "5"))
+
 CELERY_TASK_DEFAULT_QUEUE = os.getenv("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_ANNOTATIONS = {
     "ladder.tasks.refresh_due": {
@@ -361,6 +381,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "ladder.tasks.refresh_due",
         "schedule": LADDER_REFRESH_BEAT_S,
         "options": {"expires": _REFRESH_EXPIRES_S, "expire_seconds": _REFRESH_EXPIRES_S},
+    },
+    "ladder-credentials-refresh": {
+        "task": "ladder.tasks.credentials_refresh",
+        "schedule": LADDER_CREDENTIAL_BEAT_S,
+        "options": {"expires": LADDER_CREDENTIAL_BEAT_S, "expire_seconds": LADDER_CREDENTIAL_BEAT_S},
     },
     "ladder-readings-purge": {
         "task": "ladder.tasks.readings_purge",

@@ -522,6 +522,7 @@ class FakeUpstreamApp:
                     del self._counts[ckey]
         if kind is None:
             self.clock.restore()
+            self.tokens.reset()
         return {"ok": True}
 
     def _control_clock(self, payload: dict[str, Any]) -> dict[str, Any]:

@@ -58,14 +58,16 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from ladder.domain.cooldown import transient_backoff_s
-from ladder.domain.types import LadderConfig, Reading
+from ladder.domain.credentials import NEEDS_REAUTH
+from ladder.domain.types import Failure, LadderConfig, Reading
 from ladder.domain.windows import clamp_failure_resets
 from ladder.models import Connection, FailureEvent
 from ladder.providers import DEFAULT_TIMEOUT, ConnectionRef, FetchError, ProviderAdapter, get_adapter
 from ladder.security.crypto import CredentialDecryptionError
 from ladder.security.logredact import strip_secrets
 from ladder.selectors import connection_poll_floor_s
-from ladder.services import hotstate
+from ladder.services import credentials, hotstate
+from ladder.services.credentials import credential_refresh
 from ladder.services.readings import ClaimLost, configuration_load, log_reset_clamps, reading_store
 from ladder.services.refresh_metrics import PollRecord, refresh_metrics_record
 from ladder.services.state import bump_live_version, bump_state_version
@@ -188,6 +190,7 @@ class RefreshJob:
     min_poll_interval_s: float | None = None
     ref: ConnectionRef | None = None
     skip_reason: str = ""
+    credential_owner: str = "static"
 
 
 @dataclass(frozen=True)
@@ -198,6 +201,7 @@ class Outcome:
     error: FetchError | None = None
     crash: str = ""
     duration_s: float | None = None  # the HTTP exchange (None: nothing was fetched)
+    needs_reauth: bool = False  # a 401, then the refresh token itself was refused
 
 
 def jobs_load(connection_ids: Sequence[str], *, claim_until: datetime) -> list[RefreshJob]:
@@ -216,7 +220,13 @@ def jobs_load(connection_ids: Sequence[str], *, claim_until: datetime) -> list[R
         if row is None:
             continue
         floor_s = connection_poll_floor_s(row.provider, row.min_poll_interval_s)
-        base = RefreshJob(cid, row.provider, row.poll_backoff_level, min_poll_interval_s=floor_s)
+        base = RefreshJob(
+            cid,
+            row.provider,
+            row.poll_backoff_level,
+            min_poll_interval_s=floor_s,
+            credential_owner=row.credential_owner,
+        )
         adapter = get_adapter(row.provider, row.auth_type)
         if adapter is None:
             auth = row.auth_type or "any auth type"
@@ -423,7 +433,7 @@ def _finish_failure(
     if result == AUTH_FAILED:
         updates |= {
             "enabled": False,
-            "disabled_reason": "auth_failed",
+            "disabled_reason": NEEDS_REAUTH if outcome.needs_reauth else "auth_failed",
             "next_refresh_at": None,
             "poll_backoff_level": 0,
         }
@@ -483,7 +493,66 @@ def connection_refresh(
     if not jobs:
         return CLAIM_LOST
     outcome = job_fetch(jobs[0], client, now=now)
+    outcome = outcomes_reauth([outcome], claim_until=claim_until, client_factory=lambda: client, close=False)[
+        0
+    ]
     return outcomes_write([outcome], claim_until=claim_until, config=configuration_load())[0]
+
+
+def outcomes_reauth(
+    outcomes: Sequence[Outcome],
+    *,
+    claim_until: datetime,
+    client_factory: Callable[[], httpx.Client],
+    close: bool = True,
+) -> list[Outcome]:
+    """DESIGN L7 as amended: a 401 on a credential that the ladder owns gets one refresh and a
+    verifying poll before anything is disabled. The verifying poll's outcome replaces the 401's; a
+    refused refresh token makes it ``needs_reauth``; a refresh that failed transiently is a
+    transient poll failure (retried soon), not a disabled connection."""
+    replaced: list[Outcome] = []
+    client: httpx.Client | None = None
+    try:
+        for outcome in outcomes:
+            if not _wants_reauth(outcome):
+                replaced.append(outcome)
+                continue
+            client = client or client_factory()
+            replaced.append(_reauth(outcome, claim_until=claim_until, client=client))
+    finally:
+        if client is not None and close:
+            client.close()
+    return replaced
+
+
+def _wants_reauth(outcome: Outcome) -> bool:
+    error = outcome.error
+    return (
+        error is not None
+        and error.failure.classification == "auth_failed"
+        and outcome.job.credential_owner == "ladder"
+        and outcome.job.ref is not None
+    )
+
+
+def _reauth(outcome: Outcome, *, claim_until: datetime, client: httpx.Client) -> Outcome:
+    job = outcome.job
+    assert job.ref is not None
+    result = credential_refresh(
+        connection_id=job.connection_id, client=client, force=True, stale_access_token=job.ref.credential
+    )
+    logger.info(
+        "refresh connection=%s: 401 on poll, credential refresh outcome=%s", job.connection_id, result.outcome
+    )
+    if result.outcome == credentials.REFUSED:
+        return dataclasses.replace(outcome, needs_reauth=True)
+    if result.outcome not in (credentials.REFRESHED, credentials.FRESH):
+        failure = Failure("upstream_error", detail=f"401 on poll; credential refresh {result.outcome}")
+        return dataclasses.replace(outcome, error=FetchError(failure, status=401, transient=True))
+    jobs = jobs_load([job.connection_id], claim_until=claim_until)
+    if not jobs:
+        return outcome
+    return job_fetch(jobs[0], client)  # the verifying poll
 
 
 def outcomes_write(outcomes: Sequence[Outcome], *, claim_until: datetime, config: LadderConfig) -> list[str]:
@@ -669,10 +738,12 @@ def _fetch_and_write(
             if pending and (
                 len(pending) >= WRITE_BATCH or item is None or time.monotonic() - last_write >= WRITE_EVERY_S
             ):
+                pending = outcomes_reauth(pending, claim_until=claim_until, client_factory=client_factory)
                 counts.update(outcomes_write(pending, claim_until=claim_until, config=config))
                 pending = []
                 last_write = time.monotonic()
         if pending:
+            pending = outcomes_reauth(pending, claim_until=claim_until, client_factory=client_factory)
             counts.update(outcomes_write(pending, claim_until=claim_until, config=config))
     finally:
         stop.set()

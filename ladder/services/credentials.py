@@ -1,0 +1,456 @@
+"""Structured credentials: import a CLI's file, and keep a ladder-owned credential alive (issue 17).
+
+One refresher per account. Claude's, Codex's and Kiro's refresh tokens are single use: a second
+redemption of the same token fails and can revoke the whole family (steipete/CodexBar#1161,
+openai/codex#6498). Every process (beat workers, the gateway API's web processes) therefore
+redeems through ``credential_refresh``, which
+
+1. claims the refresh with a conditional UPDATE carrying a lease
+   (``refresh_claimed_until = now + lease WHERE refresh_claimed_until IS NULL OR < now``): one
+   winner, and a dead claimer blocks no one past its lease (``select_for_update`` would do nothing
+   on SQLite);
+2. re-reads the row after the claim: a token another process refreshed meanwhile is not due any
+   more, and is not redeemed again;
+3. writes the rotated token back with a compare-and-set on the refresh token's ciphertext it read
+   (a Fernet ciphertext is new at every write), and the claim;
+4. a process that loses the claim waits for the holder (``LADDER_CREDENTIAL_WAIT_S``) and re-reads
+   instead of redeeming.
+
+A refused refresh token (``invalid_grant``, reused, revoked) disables the connection as
+``needs_reauth``: someone must log in again. The last reading stays. Secrets never reach a log line,
+an exception message or a page: messages name fields and outcomes only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured, ValidationError
+from django.db import OperationalError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from ladder.domain.credentials import (
+    CREDENTIAL_OWNERS,
+    NEEDS_REAUTH,
+    REFRESHABLE_KINDS,
+    ROTATING_KINDS,
+    default_owner,
+    refresh_due,
+)
+from ladder.models import Connection
+from ladder.providers import DEFAULT_TIMEOUT, get_adapter
+from ladder.providers.credentials import Credential, CredentialFileError, parse_credential_file
+from ladder.providers.tokens import RefreshFailed, RefreshRefused, redeem_refresh_token
+from ladder.security.crypto import CredentialDecryptionError, decrypt_credential, encrypt_credential
+from ladder.services.state import bump_state_version
+
+logger = logging.getLogger(__name__)
+
+# Outcomes of credential_refresh.
+REFRESHED = "refreshed"
+FRESH = "fresh"  # not due (or refreshed by someone else meanwhile): nothing redeemed
+IN_PROGRESS = "in_progress"  # another process holds the claim
+REFUSED = NEEDS_REAUTH
+TRANSIENT = "transient"
+FAILED = "failed"
+NOT_OWNED = "not_owned"
+NO_REFRESH_TOKEN = "no_refresh_token"
+CAS_LOST = "cas_lost"
+
+REAUTH_MESSAGE = (
+    "needs_reauth: the provider refused the refresh token ({why}). Log in again with the provider's "
+    "CLI (a login of its own for the ladder) and paste the new credential file on this connection."
+)
+ROTATING_OWNER_HELP = (
+    "A file that a running CLI keeps refreshing must not be handed to a second refresher: the two "
+    "would log each other out. For the ladder to own it, log in once more for the ladder (a second "
+    "login gets its own token family); to let the gateway own it, choose gateway."
+)
+
+
+def connection_kind(connection: Connection) -> str | None:
+    adapter = get_adapter(connection.provider, connection.auth_type)
+    return adapter.kind if adapter is not None else None
+
+
+def lead_s(kind: str | None) -> float:
+    leads: dict[str, Any] = settings.LADDER_CREDENTIAL_LEAD_S or {}
+    return float(leads.get(kind or "", 300)) * float(settings.LADDER_CREDENTIAL_LEAD_SCALE)
+
+
+# --- storing ---------------------------------------------------------------------------------
+
+
+def _refresh_blob(credential: Credential) -> str:
+    if not credential.refresh_token:
+        return ""
+    plain = json.dumps({"refresh_token": credential.refresh_token, "params": dict(credential.refresh_params)})
+    return encrypt_credential(plain)
+
+
+def stored_credential(connection: Connection) -> Credential | None:
+    """The connection's credential with its refresh token, decrypted; None without an access token."""
+    access = connection.get_credential()
+    if not access:
+        return None
+    refresh_token: str | None = None
+    refresh_params: dict[str, str] = {}
+    if connection.refresh_ciphertext:
+        blob = json.loads(decrypt_credential(connection.refresh_ciphertext))
+        refresh_token = blob.get("refresh_token") or None
+        refresh_params = {str(k): str(v) for k, v in (blob.get("params") or {}).items()}
+    params = connection.provider_params if isinstance(connection.provider_params, dict) else {}
+    return Credential(
+        access_token=access,
+        refresh_token=refresh_token,
+        expires_at=connection.credential_expires_at,
+        account_id=connection.credential_account_id or None,
+        params={str(k): str(v) for k, v in params.items() if v is not None},
+        refresh_params=refresh_params,
+    )
+
+
+def credential_owner_problem(kind: str | None, owner: str | None, credential: Credential) -> str | None:
+    """Why this owner cannot hold this credential (None: it can)."""
+    if owner not in CREDENTIAL_OWNERS:
+        if owner in (None, "") and kind in ROTATING_KINDS:
+            return f"Choose who refreshes this {kind} credential: ladder or gateway. {ROTATING_OWNER_HELP}"
+        return f"Choose an owner: {', '.join(CREDENTIAL_OWNERS)}."
+    if owner == "ladder":
+        if kind not in REFRESHABLE_KINDS:
+            return (
+                f"The ladder cannot refresh a {kind or 'this kind of'} credential; choose static or gateway."
+            )
+        if not credential.refresh_token:
+            return "The ladder can own this credential only with its refresh token; the file has none."
+    return None
+
+
+def credential_apply(*, connection: Connection, credential: Credential, owner: str, now: datetime) -> None:
+    """Put a parsed credential on an unsaved connection: the access token, the refresh token (kept
+    only when the ladder owns it), expiry, account, the adapter's params. A new credential clears
+    ``auth_failed`` and ``needs_reauth`` (DESIGN L7). The caller saves and bumps the state version.
+    Raises ValidationError (field ``credential_owner``) for an owner that cannot hold it."""
+    kind = connection_kind(connection)
+    problem = credential_owner_problem(kind, owner, credential)
+    if problem:
+        raise ValidationError({"credential_owner": problem})
+    connection.set_credential(credential.access_token)
+    connection.refresh_ciphertext = _refresh_blob(credential) if owner == "ladder" else ""
+    connection.credential_owner = owner
+    connection.credential_expires_at = credential.expires_at
+    connection.credential_account_id = (credential.account_id or "")[:200]
+    connection.credential_updated_at = now
+    connection.refresh_claimed_until = None
+    params = dict(connection.provider_params) if isinstance(connection.provider_params, dict) else {}
+    connection.provider_params = params | dict(credential.params)
+    if connection.disabled_reason in ("auth_failed", NEEDS_REAUTH):
+        connection.enabled = True
+        connection.disabled_reason = None
+    connection.next_refresh_at = None  # poll with the new credential soon
+
+
+CREDENTIAL_FIELDS = [
+    "credential_ciphertext",
+    "refresh_ciphertext",
+    "credential_owner",
+    "credential_expires_at",
+    "credential_account_id",
+    "credential_updated_at",
+    "refresh_claimed_until",
+    "provider_params",
+    "enabled",
+    "disabled_reason",
+    "next_refresh_at",
+    "updated_at",
+]
+
+
+def credential_import(
+    *, connection_id: str, text: str, owner: str | None, now: datetime | None = None
+) -> Connection:
+    """Store what the connection's CLI wrote (``~/.claude/.credentials.json`` …). ``owner`` None
+    takes the kind's default (the rotating kinds have none: ValidationError). Raises ValidationError
+    naming the field (``credential_file``: ``claudeAiOauth.expiresAt: expected …``); nothing is
+    saved then."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        connection = Connection.objects.select_for_update().get(pk=connection_id)
+        kind = connection_kind(connection)
+        try:
+            credential = parse_credential_file(kind or "", text, now=now)
+        except CredentialFileError as exc:
+            raise ValidationError({"credential_file": str(exc)}) from None
+        credential_apply(
+            connection=connection, credential=credential, owner=owner or default_owner(kind) or "", now=now
+        )
+        connection.save(update_fields=CREDENTIAL_FIELDS)
+        bump_state_version()
+    logger.info("credential imported connection=%s owner=%s", connection_id, connection.credential_owner)
+    return connection
+
+
+def credential_push(
+    *, connection_id: str, access_token: str, expires_at: datetime, account_id: str | None, now: datetime
+) -> Connection:
+    """A gateway-owned connection's new access token (the gateway refreshed it). Clears
+    ``auth_failed`` and ``needs_reauth``. ValidationError for a connection the gateway does not own."""
+    with transaction.atomic():
+        connection = Connection.objects.select_for_update().get(pk=connection_id)
+        if connection.credential_owner != "gateway":
+            raise ValidationError({"credential_owner": "the gateway does not own this credential"})
+        account = account_id if account_id is not None else connection.credential_account_id or None
+        credential = Credential(access_token=access_token, expires_at=expires_at, account_id=account)
+        credential_apply(connection=connection, credential=credential, owner="gateway", now=now)
+        connection.save(update_fields=CREDENTIAL_FIELDS)
+        bump_state_version()
+    return connection
+
+
+# --- refreshing ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RefreshResult:
+    outcome: str
+    expires_at: datetime | None = None
+    detail: str = ""
+
+
+def _claimable(now: datetime) -> Q:
+    return Q(refresh_claimed_until__isnull=True) | Q(refresh_claimed_until__lt=now)
+
+
+def credential_refresh(
+    *,
+    connection_id: str,
+    client: httpx.Client,
+    now: datetime | None = None,
+    force: bool = False,
+    stale_access_token: str | None = None,
+    wait_s: float | None = None,
+) -> RefreshResult:
+    """Redeem a ladder-owned connection's refresh token if it is due (or ``force``: a 401 said the
+    access token is dead; with ``stale_access_token``, only while that is still the stored one).
+    Never raises for an upstream fault; see the module docstring for the protocol."""
+    now = now or timezone.now()
+    lease = timedelta(seconds=float(settings.LADDER_CREDENTIAL_LEASE_S))
+    until = now + lease
+    owned = Connection.objects.filter(pk=connection_id, credential_owner="ladder").exclude(
+        disabled_reason=NEEDS_REAUTH
+    )
+    won = owned.exclude(refresh_ciphertext="").filter(_claimable(now)).update(refresh_claimed_until=until)
+    if won != 1:
+        return _lost_claim(connection_id, now=now, wait_s=wait_s, force=force, stale=stale_access_token)
+    try:
+        return _refresh_claimed(
+            connection_id, client=client, now=now, until=until, force=force, stale=stale_access_token
+        )
+    finally:
+        # Whatever happened, the claim goes (a write-back already cleared it: this is then a no-op).
+        # If the database refuses even this, the lease lapses on its own.
+        with contextlib.suppress(OperationalError):
+            Connection.objects.filter(pk=connection_id, refresh_claimed_until=until).update(
+                refresh_claimed_until=None
+            )
+
+
+def _lost_claim(
+    connection_id: str, *, now: datetime, wait_s: float | None, force: bool, stale: str | None
+) -> RefreshResult:
+    """Someone else holds the refresh (or nothing can be refreshed): wait for the holder, re-read."""
+    row = Connection.objects.filter(pk=connection_id).first()
+    if row is None or row.credential_owner != "ladder":
+        return RefreshResult(NOT_OWNED)
+    if row.disabled_reason == NEEDS_REAUTH:
+        return RefreshResult(REFUSED, row.credential_expires_at)
+    if not row.refresh_ciphertext:
+        return RefreshResult(NO_REFRESH_TOKEN, row.credential_expires_at)
+    deadline = time.monotonic() + (float(settings.LADDER_CREDENTIAL_WAIT_S) if wait_s is None else wait_s)
+    while True:
+        held = row.refresh_claimed_until is not None and row.refresh_claimed_until >= timezone.now()
+        if not held:
+            break
+        if time.monotonic() >= deadline:
+            return RefreshResult(IN_PROGRESS, row.credential_expires_at)
+        time.sleep(0.02)
+        row = Connection.objects.get(pk=connection_id)
+    if row.disabled_reason == NEEDS_REAUTH:
+        return RefreshResult(REFUSED, row.credential_expires_at)
+    if _still_needed(row, now=timezone.now(), force=force, stale=stale):
+        return RefreshResult(IN_PROGRESS, row.credential_expires_at, "the other refresher did not renew it")
+    return RefreshResult(FRESH, row.credential_expires_at)
+
+
+def _still_needed(row: Connection, *, now: datetime, force: bool, stale: str | None) -> bool:
+    if force:
+        if stale is None:
+            return True
+        try:
+            return row.get_credential() == stale
+        except CredentialDecryptionError:
+            return True
+    return refresh_due(
+        expires_at=row.credential_expires_at,
+        issued_at=row.credential_updated_at,
+        lead_s=lead_s(connection_kind(row)),
+        now=now,
+    )
+
+
+def _refresh_claimed(
+    connection_id: str,
+    *,
+    client: httpx.Client,
+    now: datetime,
+    until: datetime,
+    force: bool,
+    stale: str | None,
+) -> RefreshResult:
+    row = Connection.objects.get(pk=connection_id, refresh_claimed_until=until)  # re-read after the claim
+    if not _still_needed(row, now=now, force=force, stale=stale):
+        return RefreshResult(FRESH, row.credential_expires_at)
+    kind = connection_kind(row)
+    try:
+        credential = stored_credential(row)
+    except (CredentialDecryptionError, ImproperlyConfigured, ValueError) as exc:
+        logger.error("credential refresh connection=%s: stored credential unusable: %s", connection_id, exc)
+        return RefreshResult(FAILED, row.credential_expires_at, "stored credential unusable")
+    if credential is None or not credential.refresh_token or kind is None:
+        return RefreshResult(NO_REFRESH_TOKEN, row.credential_expires_at)
+    from ladder.services.refresh import upstream_override  # the usage endpoints' override
+
+    try:
+        renewed = redeem_refresh_token(
+            kind, credential, client, now, base_url=row.base_url, override=upstream_override(kind)
+        )
+    except RefreshRefused as exc:
+        _mark_needs_reauth(connection_id, until=until, why=str(exc))
+        return RefreshResult(REFUSED, row.credential_expires_at, str(exc))
+    except RefreshFailed as exc:
+        outcome = TRANSIENT if exc.transient else FAILED
+        logger.warning("credential refresh connection=%s outcome=%s: %s", connection_id, outcome, exc)
+        return RefreshResult(outcome, row.credential_expires_at, str(exc))
+    return _write_back(row, renewed, until=until, now=timezone.now())
+
+
+def _write_back(row: Connection, renewed: Credential, *, until: datetime, now: datetime) -> RefreshResult:
+    params = dict(row.provider_params) if isinstance(row.provider_params, dict) else {}
+    updates: dict[str, Any] = {
+        "credential_ciphertext": encrypt_credential(renewed.access_token),
+        "refresh_ciphertext": _refresh_blob(renewed),
+        "credential_expires_at": renewed.expires_at,
+        "credential_account_id": (renewed.account_id or "")[:200],
+        "credential_updated_at": now,
+        "provider_params": params | dict(renewed.params),
+        "refresh_claimed_until": None,
+        "updated_at": now,
+    }
+    cas = Connection.objects.filter(
+        pk=row.pk, refresh_claimed_until=until, refresh_ciphertext=row.refresh_ciphertext
+    )
+    written = _persist(lambda: cas.update(**updates))
+    if written != 1:
+        # The lease ran out mid-refresh and someone else wrote: their token wins, ours is dropped.
+        logger.error(
+            "credential refresh connection=%s outcome=cas_lost: the rotated token was dropped", row.pk
+        )
+        return RefreshResult(CAS_LOST, row.credential_expires_at)
+    logger.info(
+        "credential refresh connection=%s outcome=refreshed expires_at=%s", row.pk, renewed.expires_at
+    )
+    return RefreshResult(REFRESHED, renewed.expires_at)
+
+
+def _persist(write: Callable[[], int]) -> int:
+    """A write after a redemption: the rotated token exists only in this process now, so a briefly
+    unavailable database (a lock, a failover) is retried for a while rather than losing it."""
+    deadline = time.monotonic() + float(settings.LADDER_CREDENTIAL_LEASE_S) / 2
+    while True:
+        try:
+            return write()
+        except OperationalError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+
+
+def _mark_needs_reauth(connection_id: str, *, until: datetime, why: str) -> None:
+    message = REAUTH_MESSAGE.format(why=why or "refused")
+
+    def disable() -> int:
+        with transaction.atomic():
+            changed = Connection.objects.filter(pk=connection_id, refresh_claimed_until=until).update(
+                enabled=False,
+                disabled_reason=NEEDS_REAUTH,
+                refresh_claimed_until=None,
+                next_refresh_at=None,
+                last_poll_error=message[:2000],
+            )
+            if changed:
+                bump_state_version()
+            return changed
+
+    _persist(disable)
+    logger.error("credential refresh connection=%s outcome=needs_reauth: %s", connection_id, why)
+
+
+# --- the beat's sweep ------------------------------------------------------------------------
+
+
+def credentials_due(*, now: datetime) -> list[str]:
+    """Ids of ladder-owned credentials within their kind's lead time of expiry, soonest first."""
+    horizon = now + timedelta(seconds=max([lead_s(kind) for kind in REFRESHABLE_KINDS], default=0))
+    rows = (
+        Connection.objects.filter(
+            credential_owner="ladder", credential_expires_at__isnull=False, credential_expires_at__lte=horizon
+        )
+        .exclude(refresh_ciphertext="")
+        .exclude(disabled_reason=NEEDS_REAUTH)
+        .filter(_claimable(now))
+        .order_by("credential_expires_at")
+    )
+    due: list[str] = []
+    for row in rows.only("id", "provider", "auth_type", "credential_expires_at", "credential_updated_at"):
+        if refresh_due(
+            expires_at=row.credential_expires_at,
+            issued_at=row.credential_updated_at,
+            lead_s=lead_s(connection_kind(row)),
+            now=now,
+        ):
+            due.append(row.id)
+    return due
+
+
+def credentials_refresh_due_run(*, client: httpx.Client | None = None) -> Counter[str]:
+    """Refresh every ladder-owned credential that is due (the beat entry). Returns outcome counts."""
+    counts: Counter[str] = Counter()
+    ids = credentials_due(now=timezone.now())
+    if not ids:
+        return counts
+    own = client is None
+    http = client or httpx.Client(timeout=DEFAULT_TIMEOUT, follow_redirects=False)
+    try:
+        for cid in ids:
+            try:
+                counts[credential_refresh(connection_id=cid, client=http, wait_s=0).outcome] += 1
+            except OperationalError as exc:  # one connection's database trouble never stops the sweep
+                logger.warning("credential refresh connection=%s: database unavailable: %s", cid, exc)
+                counts["database_error"] += 1
+    finally:
+        if own:
+            http.close()
+    if counts:
+        logger.info("credential sweep: %s", dict(counts))
+    return counts

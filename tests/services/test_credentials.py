@@ -1,0 +1,343 @@
+"""Credentials that stay alive, against the fake upstream's token endpoints over real HTTP: each kind's
+lifecycle, one redemption per refresh token across concurrent refreshers (counted from the fake's own
+record), a refused token → needs_reauth, a 401 on a poll → one refresh then a verifying poll, and a
+gateway-owned credential never refreshed by the ladder."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+from django.core.exceptions import ValidationError
+from django.db import OperationalError
+from django.db import connection as db_connection
+from django.utils import timezone
+
+from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
+from ladder.models import Connection
+from ladder.providers import ADAPTERS
+from ladder.services import credentials
+from ladder.services.credentials import credential_import, credential_refresh, credentials_due
+from ladder.services.refresh import claim_deadline, connection_refresh, connections_claim
+
+pytestmark = pytest.mark.django_db
+
+KINDS = ("claude-oauth", "codex-chatgpt", "gemini-cli", "antigravity", "kiro")
+ROTATING = ("claude-oauth", "codex-chatgpt", "kiro")
+
+
+@pytest.fixture
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client() as http_client:
+        yield http_client
+
+
+def make_connection(upstream: FakeUpstream, cid: str, kind: str) -> Connection:
+    adapter = ADAPTERS[kind]
+    connection = Connection(
+        id=cid, provider=adapter.provider, auth_type=adapter.auth_type, base_url=upstream.url_for(kind, cid)
+    )
+    connection.save()
+    return connection
+
+
+def login(
+    control: FakeUpstreamControl,
+    upstream: FakeUpstream,
+    cid: str,
+    kind: str,
+    *,
+    owner: str | None = "ladder",
+    lifetime_s: float = 600,
+    auth_method: str = "social",
+) -> dict[str, Any]:
+    make_connection(upstream, cid, kind)
+    minted = control.mint_login(kind, lifetime_s=lifetime_s, auth_method=auth_method)
+    credential_import(connection_id=cid, text=json.dumps(minted["file"]), owner=owner)
+    return minted
+
+
+def ok_redemptions(control: FakeUpstreamControl) -> int:
+    return int(control.token_record()["summary"]["ok"])
+
+
+@pytest.mark.parametrize(("kind", "auth_method"), [*((k, "social") for k in KINDS), ("kiro", "idc")])
+def test_it_keeps_each_kind_alive_across_expiry(
+    upstream: FakeUpstream,
+    control: FakeUpstreamControl,
+    client: httpx.Client,
+    kind: str,
+    auth_method: str,
+) -> None:
+    minted = login(control, upstream, "c1", kind, lifetime_s=60, auth_method=auth_method)
+    row = Connection.objects.get(pk="c1")
+    assert row.credential_owner == "ladder"
+    assert row.get_credential() == minted["access_token"]
+    assert credentials_due(now=timezone.now()) == []
+
+    later = timezone.now() + timedelta(seconds=45)  # past half the lifetime: within the lead
+    assert credentials_due(now=later) == ["c1"]
+    result = credential_refresh(connection_id="c1", client=client, now=later)
+
+    assert result.outcome == credentials.REFRESHED
+    row.refresh_from_db()
+    assert row.get_credential() != minted["access_token"]
+    assert row.refresh_claimed_until is None
+    assert ok_redemptions(control) == 1
+    # The new token polls.
+    now = timezone.now()
+    assert connections_claim(connection_ids=["c1"], now=now, lease_s=60) == ["c1"]
+    assert connection_refresh(connection_id="c1", claim_until=claim_deadline(now, 60), client=client) == "ok"
+    # A second sweep finds nothing due: nothing redeemed again.
+    assert credential_refresh(connection_id="c1", client=client).outcome == credentials.FRESH
+    assert ok_redemptions(control) == 1
+
+
+@pytest.mark.parametrize("kind", ROTATING)
+def test_a_reused_refresh_token_disables_as_needs_reauth_without_a_loop(
+    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client, kind: str
+) -> None:
+    minted = login(control, upstream, "c1", kind, lifetime_s=60)
+    # Another program redeems the same refresh token first (the operator handed a live CLI's file over).
+    body_key = "refreshToken" if kind == "kiro" else "refresh_token"
+    path = {"claude-oauth": "/v1/oauth/token", "codex-chatgpt": "/oauth/token", "kiro": "/refreshToken"}[kind]
+    assert (
+        client.post(upstream.url_for(kind) + path, json={body_key: minted["refresh_token"]}).status_code
+        == 200
+    )
+
+    result = credential_refresh(connection_id="c1", client=client, force=True)
+
+    assert result.outcome == credentials.REFUSED == "needs_reauth"
+    row = Connection.objects.get(pk="c1")
+    assert (row.enabled, row.disabled_reason) == (False, "needs_reauth")
+    assert "Log in again" in row.last_poll_error
+    assert minted["refresh_token"] not in row.last_poll_error
+    assert credentials_due(now=timezone.now() + timedelta(days=1)) == []
+    # No loop: asking again redeems nothing.
+    before = control.token_record()["summary"]["redemptions"]
+    assert credential_refresh(connection_id="c1", client=client, force=True).outcome == "needs_reauth"
+    assert control.token_record()["summary"]["redemptions"] == before
+    # A new login clears it.
+    fresh = control.mint_login(kind, lifetime_s=60)
+    credential_import(connection_id="c1", text=json.dumps(fresh["file"]), owner="ladder")
+    row.refresh_from_db()
+    assert (row.enabled, row.disabled_reason) == (True, None)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_401_on_a_poll_refreshes_once_then_verifies(
+    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client, kind: str
+) -> None:
+    login(control, upstream, "c1", kind, lifetime_s=2)
+    time.sleep(2.2)  # the fake's access token expires; its usage endpoint answers 401
+
+    now = timezone.now()
+    assert connections_claim(connection_ids=["c1"], now=now, lease_s=60) == ["c1"]
+    result = connection_refresh(connection_id="c1", claim_until=claim_deadline(now, 60), client=client)
+
+    assert result == "ok"
+    row = Connection.objects.get(pk="c1")
+    assert (row.enabled, row.disabled_reason) == (True, None)
+    assert ok_redemptions(control) == 1
+
+
+def test_a_401_with_a_refused_refresh_token_is_needs_reauth(
+    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
+) -> None:
+    minted = login(control, upstream, "c1", "claude-oauth", lifetime_s=2)
+    client.post(
+        upstream.url_for("claude-oauth") + "/v1/oauth/token", json={"refresh_token": minted["refresh_token"]}
+    )
+    client.post(
+        upstream.url_for("claude-oauth") + "/v1/oauth/token", json={"refresh_token": minted["refresh_token"]}
+    )
+
+    now = timezone.now()
+    assert connections_claim(connection_ids=["c1"], now=now, lease_s=60) == ["c1"]
+    result = connection_refresh(connection_id="c1", claim_until=claim_deadline(now, 60), client=client)
+
+    assert result == "auth_failed"
+    row = Connection.objects.get(pk="c1")
+    assert (row.enabled, row.disabled_reason) == (False, "needs_reauth")
+
+
+def test_the_ladder_never_refreshes_a_gateway_owned_credential(
+    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
+) -> None:
+    login(control, upstream, "c1", "claude-oauth", owner="gateway", lifetime_s=2)
+    assert Connection.objects.get(pk="c1").refresh_ciphertext == ""
+    time.sleep(2.2)
+
+    assert credentials_due(now=timezone.now() + timedelta(days=1)) == []
+    assert credential_refresh(connection_id="c1", client=client, force=True).outcome == credentials.NOT_OWNED
+    now = timezone.now()
+    assert connections_claim(connection_ids=["c1"], now=now, lease_s=60) == ["c1"]
+    assert (
+        connection_refresh(connection_id="c1", claim_until=claim_deadline(now, 60), client=client)
+        == "auth_failed"
+    )
+
+    assert control.token_record()["summary"]["redemptions"] == 0
+    assert Connection.objects.get(pk="c1").disabled_reason == "auth_failed"
+
+
+def test_a_rotating_kind_has_no_default_owner(upstream: FakeUpstream, control: FakeUpstreamControl) -> None:
+    make_connection(upstream, "c1", "codex-chatgpt")
+    minted = control.mint_login("codex-chatgpt")
+
+    with pytest.raises(ValidationError) as caught:
+        credential_import(connection_id="c1", text=json.dumps(minted["file"]), owner=None)
+
+    assert "credential_owner" in caught.value.message_dict
+    assert "log in once more for the ladder" in caught.value.message_dict["credential_owner"][0]
+    assert not Connection.objects.get(pk="c1").has_credential
+
+
+def test_google_kinds_default_to_the_ladder(upstream: FakeUpstream, control: FakeUpstreamControl) -> None:
+    make_connection(upstream, "c1", "gemini-cli")
+    minted = control.mint_login("gemini-cli")
+
+    credential_import(connection_id="c1", text=json.dumps(minted["file"]), owner=None)
+
+    assert Connection.objects.get(pk="c1").credential_owner == "ladder"
+
+
+def test_a_bad_file_names_the_field_and_saves_nothing(
+    upstream: FakeUpstream, control: FakeUpstreamControl
+) -> None:
+    make_connection(upstream, "c1", "claude-oauth")
+    document = control.mint_login("claude-oauth")["file"]
+    document["claudeAiOauth"]["expiresAt"] = "soon"
+
+    with pytest.raises(ValidationError) as caught:
+        credential_import(connection_id="c1", text=json.dumps(document), owner="ladder")
+
+    assert caught.value.message_dict == {
+        "credential_file": ["claudeAiOauth.expiresAt: expected a number of milliseconds"]
+    }
+    row = Connection.objects.get(pk="c1")
+    assert (row.has_credential, row.has_refresh_token, row.credential_expires_at) == (False, False, None)
+
+
+def test_a_lapsed_claim_is_taken_over(
+    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
+) -> None:
+    login(control, upstream, "c1", "claude-oauth", lifetime_s=60)
+    # A claimer that died mid-refresh: its lease lies in the past.
+    Connection.objects.filter(pk="c1").update(refresh_claimed_until=timezone.now() - timedelta(seconds=1))
+
+    result = credential_refresh(connection_id="c1", client=client, now=timezone.now() + timedelta(seconds=45))
+
+    assert result.outcome == credentials.REFRESHED
+
+
+def test_a_held_claim_makes_the_loser_wait_and_reread(
+    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
+) -> None:
+    login(control, upstream, "c1", "claude-oauth", lifetime_s=60)
+    Connection.objects.filter(pk="c1").update(refresh_claimed_until=timezone.now() + timedelta(seconds=30))
+
+    result = credential_refresh(connection_id="c1", client=client, force=True, wait_s=0.1)
+
+    assert result.outcome == credentials.IN_PROGRESS
+    assert control.token_record()["summary"]["redemptions"] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_refreshers_redeem_each_token_exactly_once(
+    upstream: FakeUpstream, control: FakeUpstreamControl, settings: Any
+) -> None:
+    """Two beat workers and two gateway fetchers, across several expiries of five rotating accounts."""
+    settings.LADDER_CREDENTIAL_WAIT_S = 2.0
+    for index, kind in enumerate((*ROTATING, "claude-oauth", "codex-chatgpt")):
+        login(control, upstream, f"c{index}", kind, lifetime_s=1.0)
+    ids = [f"c{index}" for index in range(5)]
+    stop = time.monotonic() + 4.0
+    outcomes: Counter[str] = Counter()
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def retrying(call: Any) -> Any:
+        for _ in range(400):
+            try:
+                return call()
+            except OperationalError:  # SQLite's shared in-memory test database: "table is locked"
+                time.sleep(0.005)
+        raise AssertionError("the database stayed locked")
+
+    def worker() -> None:
+        try:
+            with httpx.Client() as http:
+                while time.monotonic() < stop:
+                    got = retrying(lambda: credentials.credentials_refresh_due_run(client=http))
+                    with lock:
+                        outcomes.update(got)
+                    time.sleep(0.02)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            db_connection.close()
+
+    def gateway() -> None:
+        try:
+            with httpx.Client() as http:
+                while time.monotonic() < stop:
+                    for cid in ids:
+                        got = retrying(lambda cid=cid: credential_refresh(connection_id=cid, client=http))
+                        with lock:
+                            outcomes[got.outcome] += 1
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            db_connection.close()
+
+    threads = [threading.Thread(target=target) for target in (worker, worker, gateway, gateway)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    summary = control.token_record()["summary"]
+    assert summary["ok"] >= 10, summary  # several expiries of every account
+    assert summary["reused"] == summary["revoked"] == summary["unknown"] == 0, summary
+    assert summary["single_use_redeemed_twice"] == 0
+    assert outcomes[credentials.REFRESHED] == summary["ok"]
+    assert outcomes[credentials.CAS_LOST] == 0
+    assert not Connection.objects.filter(disabled_reason__isnull=False).exists()
+
+
+def test_no_secret_reaches_the_log(
+    upstream: FakeUpstream,
+    control: FakeUpstreamControl,
+    client: httpx.Client,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    minted = login(control, upstream, "c1", "claude-oauth", lifetime_s=2)
+    credential_refresh(connection_id="c1", client=client, force=True)
+    row = Connection.objects.get(pk="c1")
+    secrets = [minted["access_token"], minted["refresh_token"], row.get_credential()]
+    time.sleep(2.2)
+    now = timezone.now()
+    connections_claim(connection_ids=["c1"], now=now, lease_s=60)
+    connection_refresh(connection_id="c1", claim_until=claim_deadline(now, 60), client=client)
+    client.post(
+        upstream.url_for("claude-oauth") + "/v1/oauth/token", json={"refresh_token": minted["refresh_token"]}
+    )
+    credential_refresh(connection_id="c1", client=client, force=True)
+
+    text = caplog.text + Connection.objects.get(pk="c1").last_poll_error
+    assert "credential refresh" in caplog.text
+    for secret in secrets:
+        assert secret
+        assert secret not in text
