@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from functools import cache
 from typing import Any
 from urllib.parse import urlencode
@@ -19,9 +20,11 @@ from django.utils import timezone
 
 from ladder import selectors, services
 from ladder.domain.billing import BillingVerdict, classify_billing
+from ladder.domain.credentials import NEEDS_REAUTH, default_owner, expires_in_text
 from ladder.domain.tiers import economic_tier, rung_for
 from ladder.domain.types import ModelEntry, Rung, Snapshot
 from ladder.models import (
+    CREDENTIAL_OWNER_CHOICES,
     BillingCatalogEntry,
     Connection,
     EscalationEvent,
@@ -34,6 +37,13 @@ from ladder.models import (
     StateVersion,
     UsageEvent,
     connection_ids_errors,
+)
+from ladder.services import credentials
+from ladder.services.credentials import (
+    ROTATING_OWNER_HELP,
+    Credential,
+    CredentialFileError,
+    parse_credential_file,
 )
 from ladder.services.state import credential_problem
 from ladder.services.tokens import gateway_token_issue, gateway_token_revoke
@@ -133,6 +143,28 @@ def connection_reading(obj: Connection, snapshot: Snapshot) -> str:
     return f"{reading.fetched_at:%Y-%m-%d %H:%M:%S}Z{state}: {windows or 'no window'}"
 
 
+CREDENTIAL_FILE_HELP = (
+    "Paste what the provider's CLI wrote: Claude ~/.claude/.credentials.json, Codex ~/.codex/auth.json, "
+    "Gemini CLI ~/.gemini/oauth_creds.json, Antigravity its exported token JSON, Kiro "
+    "~/.aws/sso/cache/kiro-auth-token.json (IdC: add clientId and clientSecret). The expiry and account "
+    "are read from it; the tokens are stored encrypted and never shown. " + ROTATING_OWNER_HELP
+)
+
+
+def credential_summary(connection: Connection, now: datetime) -> str:
+    """What the pages say about a credential: never the secret."""
+    if not connection.has_credential:
+        return "none"
+    parts = ["stored (hidden)", f"owner {connection.credential_owner}"]
+    if connection.credential_expires_at is not None or connection.credential_owner != "static":
+        parts.append(expires_in_text(connection.credential_expires_at, now))
+    if connection.credential_account_id:
+        parts.append(f"account {connection.credential_account_id}")
+    if connection.disabled_reason == NEEDS_REAUTH:
+        parts.append("needs_reauth: log in again with the provider's CLI and paste the new file")
+    return " · ".join(parts)
+
+
 def https_url_formfield(field: Any, **kwargs: Any) -> Any:
     if isinstance(field, URLField):
         kwargs.setdefault("assume_scheme", "https")
@@ -147,6 +179,18 @@ class ConnectionForm(ModelForm):
         help_text="Write-only: the stored credential is never shown. Leave blank to keep it.",
     )
     clear_credential = forms.BooleanField(required=False, help_text="Remove the stored credential.")
+    credential_file = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.Textarea(attrs={"rows": 6, "autocomplete": "off", "spellcheck": "false"}),
+        help_text=CREDENTIAL_FILE_HELP,
+    )
+    credential_owner = forms.ChoiceField(
+        required=False,
+        choices=[("", "— choose —"), *CREDENTIAL_OWNER_CHOICES],
+        help_text="Who refreshes this credential. Claude, Codex and Kiro have no default: choose. "
+        + ROTATING_OWNER_HELP,
+    )
 
     class Meta:
         model = Connection
@@ -172,7 +216,37 @@ class ConnectionForm(ModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        self._clean_credential_file(cleaned)
         return self._clean_credential_pair(cleaned)
+
+    def _clean_credential_file(self, cleaned: dict[str, Any]) -> None:
+        """Parse a pasted CLI file (its kind from provider and auth type); errors name the field."""
+        self.parsed_credential: Credential | None = None
+        text = cleaned.get("credential_file") or ""
+        owner = cleaned.get("credential_owner") or ""
+        probe = Connection(provider=cleaned.get("provider") or "", auth_type=cleaned.get("auth_type"))
+        kind = credentials.connection_kind(probe)
+        if not text:
+            if owner == "ladder" and not self.instance.has_refresh_token:
+                self.add_error(
+                    "credential_owner", "The ladder needs a refresh token: paste the credential file."
+                )
+            return
+        if cleaned.get("credential"):
+            self.add_error("credential_file", "Either paste a credential file or a credential, not both.")
+            return
+        try:
+            parsed = parse_credential_file(kind or "", text, now=timezone.now())
+        except CredentialFileError as exc:
+            self.add_error("credential_file", str(exc))
+            return
+        owner = owner or default_owner(kind) or ""
+        problem = credentials.credential_owner_problem(kind, owner, parsed)
+        if problem:
+            self.add_error("credential_owner", problem)
+            return
+        cleaned["credential_owner"] = owner
+        self.parsed_credential = parsed
 
     def clean_credential(self) -> str:
         value = (self.cleaned_data.get("credential") or "").strip()
@@ -192,6 +266,15 @@ class ConnectionForm(ModelForm):
             connection.set_credential(None)
         elif self.cleaned_data.get("credential"):
             connection.set_credential(self.cleaned_data["credential"])
+        owner = self.cleaned_data.get("credential_owner") or ""
+        if self.parsed_credential is not None:
+            credentials.credential_apply(
+                connection=connection, credential=self.parsed_credential, owner=owner, now=timezone.now()
+            )
+        elif owner and owner != connection.credential_owner:
+            connection.credential_owner = owner
+            if owner != "ladder":
+                connection.refresh_ciphertext = ""  # the ladder never redeems a token it does not own
         if commit:
             connection.save()
             self.save_m2m()
@@ -217,7 +300,18 @@ class ConnectionAdmin(VersionBumpingAdmin):
             None,
             {"fields": ("id", "provider", "auth_type", "keyless", "enabled", "disabled_reason", "position")},
         ),
-        ("Credential", {"fields": ("credential_stored", "credential", "clear_credential")}),
+        (
+            "Credential",
+            {
+                "fields": (
+                    "credential_stored",
+                    "credential_file",
+                    "credential_owner",
+                    "credential",
+                    "clear_credential",
+                )
+            },
+        ),
         (
             "Routing",
             {
@@ -270,7 +364,7 @@ class ConnectionAdmin(VersionBumpingAdmin):
 
     @admin.display(description="credential")
     def credential_stored(self, obj: Connection) -> str:
-        return "stored (hidden)" if obj.has_credential else "none"
+        return credential_summary(obj, timezone.now())
 
     @admin.display(description="billing (L1)")
     def billing_verdict(self, obj: Connection) -> str:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import json
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -9,6 +10,7 @@ from django.db import connection as db_connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from ladder import selectors
 from ladder.models import (
@@ -421,3 +423,67 @@ def test_it_shows_reserve_and_poll_interval_errors(admin_client: Client, field: 
     errors = response.context["adminform"].form.errors
     assert field in errors or any(field in str(e) for e in errors.get("__all__", [])), errors
     assert not Connection.objects.filter(pk="c-bad").exists()
+
+
+# --- credential files (issue 17) -------------------------------------------------------------
+
+
+def claude_file(expires_at: datetime, access: str = "sk-ant-oat01-ACCESS-secret-abcdef") -> str:
+    return json.dumps(
+        {
+            "claudeAiOauth": {
+                "accessToken": access,
+                "refreshToken": "sk-ant-ort01-REFRESH-secret-abcdef",
+                "expiresAt": int(expires_at.timestamp() * 1000),
+                "scopes": ["user:inference"],
+            }
+        }
+    )
+
+
+def test_it_stores_a_pasted_cli_file_and_shows_expiry_never_the_secret(
+    admin_client: Client, rows: dict[str, Any]
+) -> None:
+    connection = rows["connection"]
+    url = reverse("admin:ladder_connection_change", args=[connection.pk])
+    expires_at = timezone.now() + timedelta(hours=3, minutes=5)
+
+    response = admin_client.post(
+        url, connection_form(credential_file=claude_file(expires_at), credential_owner="ladder")
+    )
+
+    assert response.status_code == 302
+    stored = Connection.objects.get(pk=connection.pk)
+    assert stored.get_credential() == "sk-ant-oat01-ACCESS-secret-abcdef"
+    assert stored.has_refresh_token
+    assert stored.credential_owner == "ladder"
+    page = admin_client.get(url).content.decode()
+    assert "expires in 3 h" in page
+    assert "owner ladder" in page
+    assert "ACCESS-secret" not in page
+    assert "REFRESH-secret" not in page
+    assert "log in once more for the ladder" in page
+
+
+def test_it_asks_who_owns_a_rotating_credential(admin_client: Client, rows: dict[str, Any]) -> None:
+    url = reverse("admin:ladder_connection_change", args=[rows["connection"].pk])
+
+    response = admin_client.post(
+        url, connection_form(credential_file=claude_file(timezone.now() + timedelta(hours=1)))
+    )
+
+    assert response.status_code == 200
+    assert "Choose who refreshes this claude-oauth credential" in response.content.decode()
+    assert Connection.objects.get(pk=rows["connection"].pk).get_credential() == SECRET
+
+
+def test_it_names_the_field_of_a_bad_pasted_file(admin_client: Client, rows: dict[str, Any]) -> None:
+    url = reverse("admin:ladder_connection_change", args=[rows["connection"].pk])
+    bad = json.dumps({"claudeAiOauth": {"accessToken": "a-secret", "expiresAt": "soon"}})
+
+    response = admin_client.post(url, connection_form(credential_file=bad, credential_owner="gateway"))
+
+    assert response.status_code == 200
+    assert "claudeAiOauth.expiresAt: expected a number of milliseconds" in response.content.decode()
+    stored = Connection.objects.get(pk=rows["connection"].pk)
+    assert (stored.get_credential(), stored.credential_owner) == (SECRET, "static")
