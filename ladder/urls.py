@@ -37,6 +37,11 @@ urlpatterns = [
         "connections/<str:connection_id>/refresh", dashboard.connection_refresh_now, name="connection_refresh"
     ),
     path("connections/<str:connection_id>/reserve", dashboard.connection_reserve, name="connection_reserve"),
+    path(
+        "connections/<str:connection_id>/credential",
+        dashboard.connection_credential,
+        name="connection_credential",
+    ),
     path("catalog/", dashboard.catalog, name="catalog"),
     path("catalog/new", dashboard.catalog_entry_new, name="catalog_new"),
     path("catalog/<int:entry_id>/", dashboard.catalog_entry_edit, name="catalog_entry"),

@@ -48,6 +48,7 @@ from ladder.domain import (
 from ladder.domain.autoid import parse_auto_id
 from ladder.domain.billing import BillingVerdict
 from ladder.domain.budgets import RungBudget
+from ladder.domain.credentials import NEEDS_REAUTH, REFRESHABLE_KINDS, default_owner, expires_in_text
 from ladder.domain.types import LadderConfig, Thresholds
 from ladder.domain.windows import connection_limits, is_too_old, is_usable, reading_age_s, reset_passed
 from ladder.selectors import (
@@ -56,6 +57,7 @@ from ladder.selectors import (
     escalations_latest,
     snapshot_load,
 )
+from ladder.services.credentials import connection_kind
 
 PREVIEW_DEFAULT = "auto/subscription"
 
@@ -517,6 +519,32 @@ class UsageRow:
     cost_usd: float
 
 
+@dataclass(frozen=True)
+class CredentialView:
+    """What the page tells about the credential: never the secret."""
+
+    stored: bool
+    owner: str
+    expires: str  # "expires in 3 h", "expired 5 min ago", "expiry unknown"
+    account: str
+    needs_reauth: bool
+    file_kind: str | None  # the kind whose CLI file can be pasted here, None: a plain key
+    owner_required: bool  # a rotating kind: the form asks who refreshes
+
+
+def credential_view(row: m.Connection, now: datetime) -> CredentialView:
+    kind = connection_kind(row)
+    return CredentialView(
+        stored=row.has_credential,
+        owner=row.credential_owner,
+        expires=expires_in_text(row.credential_expires_at, now),
+        account=row.credential_account_id,
+        needs_reauth=row.disabled_reason == NEEDS_REAUTH,
+        file_kind=kind if kind in REFRESHABLE_KINDS else None,
+        owner_required=default_owner(kind) is None,
+    )
+
+
 @dataclass
 class ConnectionPage:
     card: ConnectionCard
@@ -529,6 +557,7 @@ class ConnectionPage:
     last_poll_error: str
     last_polled_at: datetime | None
     next_refresh_at: datetime | None
+    credential: CredentialView
 
 
 def connection_page_build(*, connection_id: str, now: datetime) -> ConnectionPage | None:
@@ -591,6 +620,7 @@ def connection_page_build(*, connection_id: str, now: datetime) -> ConnectionPag
         last_poll_error=row.last_poll_error,
         last_polled_at=row.last_polled_at,
         next_refresh_at=row.next_refresh_at,
+        credential=credential_view(row, now),
     )
 
 

@@ -28,6 +28,7 @@ from ladder.models import BillingCatalogEntry, Connection, catalog_key_label
 from ladder.security.login_throttle import ThrottledAuthenticationForm, throttled_answer
 from ladder.selectors import connection_poll_floor
 from ladder.services.catalog import EDITABLE_FIELDS, catalog_entry_create, catalog_entry_update
+from ladder.services.credentials import credential_import
 from ladder.services.refresh import refresh_is_pending, refresh_request
 from ladder.services.state import RESERVE_MESSAGE, connection_reserve_set
 
@@ -208,6 +209,34 @@ def connection_reserve(request: HtmxHttpRequest, connection_id: str) -> HttpResp
             messages.success(request, "No reserve: the gateway may use this plan down to the exit cutoff.")
         else:
             messages.success(request, f"Reserve set: {reserve:g} % of every window is kept for your own use.")
+    if request.htmx:
+        return _detail_partial(request, connection_id)
+    return redirect(reverse("ladder:connection_page", args=[connection_id]))
+
+
+@dashboard_login_required
+@require_POST
+def connection_credential(request: HtmxHttpRequest, connection_id: str) -> HttpResponseBase:
+    """Store a pasted CLI credential file (its owner chosen on the form). A bad file is named by its
+    field and nothing is saved; the secret is never echoed back."""
+    _connection_editable(request, connection_id, "Setting a connection's credential")
+    text = request.POST.get("credential_file", "").strip()
+    owner = request.POST.get("credential_owner", "").strip() or None
+    if not text:
+        messages.error(request, "Paste the credential file first.")
+    else:
+        try:
+            connection = credential_import(connection_id=connection_id, text=text, owner=owner)
+        except Connection.DoesNotExist:
+            raise Http404("No such connection.") from None
+        except ValidationError as exc:
+            for field_name, problems in _errors(exc).items():
+                for problem in problems:
+                    messages.error(request, f"{field_name}: {problem}")
+        else:
+            messages.success(
+                request, f"Credential stored (owner {connection.credential_owner}); it is polled shortly."
+            )
     if request.htmx:
         return _detail_partial(request, connection_id)
     return redirect(reverse("ladder:connection_page", args=[connection_id]))
