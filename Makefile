@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | sha1sum | cut -c1-12)
 
-.PHONY: run test lint lint-imports typecheck pytest acceptance check-deploy soak venv bench-domain bench-refresh bench-api bench-dashboard bench-body browsers clean
+.PHONY: run test lint lint-imports typecheck pytest acceptance check-deploy soak credentials-soak venv bench-domain bench-refresh bench-api bench-dashboard bench-body browsers clean
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -55,6 +55,12 @@ soak: $(STAMP)
 	HYPOTHESIS_PROFILE=nightly LADDER_LOAD_S=$${LADDER_LOAD_S:-600} $(PY) -m pytest \
 	  tests/domain/test_properties.py tests/reliability/test_invariants.py \
 	  tests/reliability/test_api_fuzz.py tests/reliability/test_load.py $(PYTEST_ARGS)
+
+# A week of credential refreshes in about two minutes (docs/CREDENTIALS.md): 3-second tokens, two
+# worker processes and a gateway fetching in parallel; never part of `make test`. Last line:
+# refreshes=<n> reused=0 disabled=0 needs_reauth=0. PostgreSQL: DATABASE_URL=postgres://… make credentials-soak
+credentials-soak: $(STAMP)
+	$(PY) benchmarks/credentials_soak.py $(SOAK_ARGS)
 
 acceptance: $(STAMP)
 	$(PY) ../shared/acceptance/check.py
