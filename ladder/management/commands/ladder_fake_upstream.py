@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -38,6 +39,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--fixtures-dir", type=Path, default=None, help="default: ladder/seed/fixtures/quota"
         )
+        parser.add_argument(
+            "--token-lifetime-s",
+            type=float,
+            default=float(os.environ.get("LADDER_FAKE_TOKEN_LIFETIME_S", "3600")),
+            help="lifetime of the access tokens its token endpoints issue (env LADDER_FAKE_TOKEN_LIFETIME_S)",
+        )
         parser.add_argument("--quiet", action="store_true", help="do not log each request")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -57,6 +64,7 @@ class Command(BaseCommand):
                 delay_ms=options["delay_ms"],
                 freeze_at=freeze_at,
                 log=None if options["quiet"] else sys.stderr,
+                token_lifetime_s=options["token_lifetime_s"],
             )
         except OSError as exc:
             raise CommandError(f"cannot listen on {options['host']}:{options['port']}: {exc}") from exc

@@ -15,6 +15,7 @@ connection gets its first reading, in one synchronous refresh pass, before the w
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -37,8 +38,9 @@ from django.utils import timezone
 
 from ladder.fakeupstream import FakeUpstreamControl, FakeUpstreamControlError
 from ladder.management.commands.ladder_demo import DEMO_CONNECTIONS
-from ladder.models import LadderConfiguration
+from ladder.models import Connection, LadderConfiguration
 from ladder.services import bump_state_version
+from ladder.services.credentials import credential_import
 from ladder.services.refresh import claim_deadline, connections_claim, connections_refresh_many
 
 LOCAL_DIR = Path(settings.BASE_DIR) / ".local"
@@ -47,6 +49,9 @@ DEMO_DRAINING = ("claude-oauth", "demo-claude-max")
 DEMO_DRAIN_S = 180.0
 DEMO_SPENT_S = 60.0
 FIRST_PASS_LEASE_S = 60.0
+# The demo's OAuth plans hold ladder-owned tokens of the fake upstream that live this long.
+DEMO_LOGINS = (("demo-claude-max", "claude-oauth"), ("demo-codex-plus", "codex-chatgpt"))
+DEMO_TOKEN_LIFETIME_S = 240.0
 
 
 def local_credential_key() -> str:
@@ -238,6 +243,7 @@ class Command(BaseCommand):
                     time.sleep(0.2)
             kind, connection = DEMO_DRAINING
             control.drain(kind, connection=connection, drain_s=DEMO_DRAIN_S, reset_after_s=DEMO_SPENT_S)
+            self._demo_logins(control)
         self.stdout.write(
             f"demo: {connection} drains to 0 % over {DEMO_DRAIN_S / 60:g} min, "
             f"resets {DEMO_SPENT_S / 60:g} min later (and again)"
@@ -252,6 +258,20 @@ class Command(BaseCommand):
         outcomes = ", ".join(f"{name} {count}" for name, count in sorted(summary.outcomes.items()))
         self.stdout.write(
             f"demo: first refresh pass over {len(ids)} connections: {outcomes or 'nothing to do'}"
+        )
+
+    def _demo_logins(self, control: FakeUpstreamControl) -> None:
+        """The demo's OAuth plans log in afresh at the fake upstream (its tokens live in its memory) with
+        tokens of a few minutes, owned by the ladder: a newcomer sees "expires in", then a refresh."""
+        lifetime_s = float(os.environ.get("LADDER_DEMO_TOKEN_LIFETIME_S", str(DEMO_TOKEN_LIFETIME_S)))
+        for connection_id, kind in DEMO_LOGINS:
+            if not Connection.objects.filter(pk=connection_id).exists():
+                continue
+            minted = control.mint_login(kind, lifetime_s=lifetime_s)
+            credential_import(connection_id=connection_id, text=json.dumps(minted["file"]), owner="ladder")
+        self.stdout.write(
+            f"demo: {', '.join(cid for cid, _ in DEMO_LOGINS)} hold ladder-owned tokens of "
+            f"{lifetime_s / 60:g} min, refreshed before they expire"
         )
 
     def _ensure_redis(self, children: list[Child]) -> None:
