@@ -596,7 +596,14 @@ class GatewayTokenForm(ModelForm):
 
     class Meta:
         model = GatewayToken
-        fields = ("name", "scope_resolve", "scope_report", "connection_ids", "spend_ceiling_usd")
+        fields = (
+            "name",
+            "scope_resolve",
+            "scope_report",
+            "scope_credentials",
+            "connection_ids",
+            "spend_ceiling_usd",
+        )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -613,8 +620,12 @@ class GatewayTokenForm(ModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        if not (cleaned.get("scope_resolve") or cleaned.get("scope_report")):
-            raise forms.ValidationError("A gateway token needs at least one scope: resolve, report.")
+        if not (
+            cleaned.get("scope_resolve") or cleaned.get("scope_report") or cleaned.get("scope_credentials")
+        ):
+            raise forms.ValidationError(
+                "A gateway token needs at least one scope: resolve, report, credentials."
+            )
         return cleaned
 
 
@@ -629,25 +640,39 @@ class GatewayTokenAdmin(admin.ModelAdmin):
         "prefix_shown",
         "scope_resolve",
         "scope_report",
+        "scope_credentials",
         "connections",
         "spend_ceiling_usd",
         "created_at",
         "last_used_at",
         "status",
     )
-    list_filter = ("scope_resolve", "scope_report", ("revoked_at", admin.EmptyFieldListFilter))
+    list_filter = (
+        "scope_resolve",
+        "scope_report",
+        "scope_credentials",
+        ("revoked_at", admin.EmptyFieldListFilter),
+    )
     search_fields = ("name", "prefix")
     readonly_fields = ("prefix_shown", "created_at", "last_used_at", "revoked_at")
     actions = ("revoke_tokens",)
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         if obj is None:
-            return ("name", "scope_resolve", "scope_report", "connection_ids", "spend_ceiling_usd")
+            return (
+                "name",
+                "scope_resolve",
+                "scope_report",
+                "scope_credentials",
+                "connection_ids",
+                "spend_ceiling_usd",
+            )
         return (
             "name",
             "prefix_shown",
             "scope_resolve",
             "scope_report",
+            "scope_credentials",
             "connection_ids",
             "spend_ceiling_usd",
             "created_at",

@@ -623,6 +623,8 @@ class GatewayToken(models.Model):
         help_text="USD of budgeted (cheap and premium rung) usage this token may report per budget period; "
         "past it, its reports are refused. Empty = no ceiling.",
     )
+    # Fetch ladder-owned access tokens and push gateway-owned ones (/api/v1/connections/{id}/credential).
+    scope_credentials = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
@@ -657,6 +659,27 @@ def connection_ids_errors(value: Any) -> str | None:
     if bad:
         return f"connection_ids: {', '.join(map(repr, bad))}: {CONNECTION_ID_MESSAGE}"
     return None
+
+
+class CredentialAccess(models.Model):
+    """One fetch or push of a connection's credential through the gateway API: who and when, never
+    the value (issue 17)."""
+
+    connection_id = models.CharField(max_length=64)
+    token_name = models.CharField(max_length=100)
+    action = models.CharField(max_length=8, choices=[("get", "get"), ("put", "put")])
+    outcome = models.CharField(max_length=32)
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["-at", "-id"]
+        verbose_name_plural = "credential accesses"
+        indexes: ClassVar[list[models.Index]] = [
+            models.Index(fields=["connection_id", "-at"], name="credential_access_conn_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.token_name} {self.action} {self.connection_id} at {self.at:%Y-%m-%d %H:%M:%S}Z"
 
 
 class Heartbeat(models.Model):

@@ -24,6 +24,7 @@ from django.utils import timezone
 from ladder import models as m
 from ladder.domain.billing import catalog_row_for
 from ladder.domain.budgets import period_bounds
+from ladder.domain.timefmt import format_utc
 from ladder.domain.types import (
     BUDGET_RUNGS,
     Billing,
@@ -112,6 +113,7 @@ GATEWAY_TOKEN_FIELDS = (
     "token_hash",
     "scope_resolve",
     "scope_report",
+    "scope_credentials",
     "connection_ids",
     "spend_ceiling_usd",
     "last_used_at",
@@ -641,3 +643,37 @@ def refresh_metrics_read() -> RefreshFigures:
         except (ValueError, IndexError):
             logger.warning("refresh metrics: unreadable field %r ignored", name)
     return figures
+
+
+def credential_summary_of(
+    *, stored: bool, owner: str, expires_at: datetime | None, account_id: str
+) -> dict[str, Any] | None:
+    """What the API says about a connection's credential (API.md): owner, expiry, account; never a
+    token. None when no credential is stored."""
+    if not stored:
+        return None
+    return {
+        "owner": owner,
+        "expires_at": format_utc(expires_at) if expires_at is not None else None,
+        "account_id": account_id or None,
+    }
+
+
+def credential_summaries(*, connection_ids: Sequence[str] | None = None) -> dict[str, dict[str, Any] | None]:
+    """Each connection's credential summary, in one query (the API's connections answer)."""
+    rows = m.Connection.objects.all()
+    if connection_ids is not None:
+        rows = rows.filter(pk__in=list(connection_ids))
+    fields = (
+        "id",
+        "credential_ciphertext",
+        "credential_owner",
+        "credential_expires_at",
+        "credential_account_id",
+    )
+    return {
+        cid: credential_summary_of(
+            stored=bool(ciphertext), owner=owner, expires_at=expires, account_id=account
+        )
+        for cid, ciphertext, owner, expires, account in rows.values_list(*fields)
+    }

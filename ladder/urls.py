@@ -23,6 +23,11 @@ urlpatterns = [
         name="connection-observations",
     ),
     path(
+        "api/v1/connections/<str:connection_id>/credential",
+        api.connection_credential,
+        name="connection-credential",
+    ),
+    path(
         "api/v1/connections/<str:connection_id>/failures", api.connection_failures, name="connection-failures"
     ),
     re_path(r"^api/(?P<rest>.*)$", api.not_found, name="api-not-found"),
@@ -38,9 +43,9 @@ urlpatterns = [
     ),
     path("connections/<str:connection_id>/reserve", dashboard.connection_reserve, name="connection_reserve"),
     path(
-        "connections/<str:connection_id>/credential",
+        "connections/<str:connection_id>/cli-file",
         dashboard.connection_credential,
-        name="connection_credential",
+        name="connection_cli_file",
     ),
     path("catalog/", dashboard.catalog, name="catalog"),
     path("catalog/new", dashboard.catalog_entry_new, name="catalog_new"),

@@ -360,6 +360,8 @@ LADDER_CREDENTIAL_LEASE_S = float(os.getenv("LADDER_CREDENTIAL_LEASE_S", "30"))
 LADDER_CREDENTIAL_BEAT_S = max(1, round(float(os.getenv("LADDER_CREDENTIAL_BEAT_S", "30"))))
 # A process that finds another one's refresh in progress waits this long for it before answering.
 LADDER_CREDENTIAL_WAIT_S = float(os.getenv("LADDER_CREDENTIAL_WAIT_S", "5"))
+# Credential fetches and pushes of the gateway API per gateway token and minute (0: unlimited).
+LADDER_CREDENTIALS_RATE_PER_MIN = envint("LADDER_CREDENTIALS_RATE_PER_MIN", "60")
 
 CELERY_TASK_DEFAULT_QUEUE = os.getenv("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_ANNOTATIONS = {

@@ -308,8 +308,7 @@ class FailureResponse(Answer, frozen=True):
 
 
 class CredentialInfo(Answer, frozen=True):
-    """Who owns a connection's credential and until when (API.md; joins `Connection` as `credential`
-    with the credentials work)."""
+    """Who owns a connection's credential and until when (API.md: `Connection.credential`)."""
 
     owner: str
     expires_at: Time | None
@@ -343,6 +342,9 @@ class Connection(Answer, frozen=True, kw_only=True):
     ]
     reading: Reading | None
     rungs: Annotated[dict[str, Rung], Meta(description="the rung of each model it serves")]
+    credential: Annotated[
+        CredentialInfo | None, Meta(description="its credential's owner, expiry and account; never a token")
+    ] = None
 
 
 class ConnectionList(Answer, frozen=True):
@@ -422,6 +424,9 @@ COMPONENTS: tuple[type, ...] = (
     FailureRequest,
     FailureResponse,
     ConnectionList,
+    CredentialAnswer,
+    CredentialRequest,
+    CredentialStored,
     EscalationList,
     Health,
     Readiness,

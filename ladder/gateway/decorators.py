@@ -201,7 +201,11 @@ def authenticate(request: HttpRequest, scope: str) -> GatewayToken:
     token = gateway_token_authenticate(plaintext=plaintext, now=timezone.now())
     if token is None:
         raise ApiError(401, "invalid_token", "the gateway token is unknown or revoked", headers=challenge)
-    allowed = {"resolve": token.scope_resolve, "report": token.scope_report}
+    allowed = {
+        "resolve": token.scope_resolve,
+        "report": token.scope_report,
+        "credentials": token.scope_credentials,
+    }
     if not allowed.get(scope, False):
         raise ApiError(403, "insufficient_scope", f"the gateway token {token.name!r} lacks scope {scope!r}")
     return token

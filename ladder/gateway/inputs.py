@@ -318,6 +318,29 @@ class EscalationsQuery:
     limit: int
 
 
+CREDENTIAL_FIELDS = ("access_token", "expires_at", "account_id")
+
+
+def credential_input(document: Any, now: datetime) -> tuple[str, datetime, str | None]:
+    """PUT /connections/{id}/credential: the token, its expiry (in the future) and its account.
+    A bad value of a known field is a 422 naming it (API.md); a wrong shape or key stays a 400."""
+    try:
+        request = decode(document, api.CredentialRequest)
+    except ApiError as error:
+        if error.field in CREDENTIAL_FIELDS and "unknown key" not in error.message:
+            raise unprocessable(error.message, error.field) from None
+        raise
+    token = request.access_token
+    # The token goes into an Authorization header: surrounding blanks or control characters in it
+    # would be a header injection, not a token.
+    if token != token.strip() or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in token):
+        raise unprocessable("access_token: no surrounding whitespace or control characters", "access_token")
+    expires_at = usable_time(request.expires_at, "expires_at")
+    if expires_at <= now:
+        raise unprocessable("expires_at: the token has already expired", "expires_at")
+    return token, expires_at, request.account_id
+
+
 def _one_value(query: Mapping[str, list[str]], key: str) -> str | None:
     values = query.get(key) or []
     if len(values) > 1:

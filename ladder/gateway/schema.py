@@ -42,13 +42,15 @@ ERROR_TEXT = {
     403: "The token lacks the scope, or may not name this connection (connection_not_allowed)",
     404: "Unknown connection",
     405: "Method not allowed",
-    409: "The request_id was already reported with another payload",
+    409: "The request_id was already reported with another payload; or the credential is not the "
+    "caller's to fetch or push (credential_not_owned, no_credential, needs_reauth)",
     413: f"Body over 1 MiB (or more than {api.MAX_EVENTS:,} events)",
     415: "Not application/json",
     422: "Understood but not acceptable (unknown connection or model, a time in the future, a reading "
     "that cannot be stored)",
-    429: "Too many reports from this token this minute (rate_limited); see Retry-After",
-    503: "The database is unavailable",
+    429: "Too many calls for this gateway token (rate_limited); Retry-After says when to come back",
+    503: "The database is unavailable; or another process is refreshing the credential "
+    "(refresh_in_progress, with Retry-After)",
 }
 
 
@@ -193,6 +195,27 @@ def _document() -> dict[str, Any]:
                         **_errors(*BODY_ERRORS, 404, 422, 429),
                     },
                 }
+            },
+            "/api/v1/connections/{connection_id}/credential": {
+                "get": {
+                    "operationId": "connection_credential_get",
+                    "summary": "A ladder-owned access token, refreshed first when due (scope credentials)",
+                    "parameters": [CONNECTION_ID_PARAM],
+                    "responses": {
+                        **_ok("CredentialAnswer", "The current access token"),
+                        **_errors(401, 403, 404, 405, 409, 429, 503),
+                    },
+                },
+                "put": {
+                    "operationId": "connection_credential_put",
+                    "summary": "A gateway-owned connection's new access token (scope credentials)",
+                    "parameters": [CONNECTION_ID_PARAM],
+                    "requestBody": _body(ref("CredentialRequest")),
+                    "responses": {
+                        **_ok("CredentialStored", "What is stored, never the token"),
+                        **_errors(*BODY_ERRORS, 404, 409, 422, 429),
+                    },
+                },
             },
             "/api/v1/connections/{connection_id}/failures": {
                 "post": {

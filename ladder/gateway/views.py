@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import re
 from datetime import UTC, datetime
+from typing import Any
 
 import msgspec
 import orjson
@@ -45,6 +46,7 @@ from ladder.gateway.decorators import (
     unprocessable,
 )
 from ladder.gateway.inputs import (
+    credential_input,
     escalations_query,
     failure_input,
     observation_input,
@@ -54,6 +56,7 @@ from ladder.gateway.inputs import (
 from ladder.gateway.schema import openapi_document
 from ladder.gateway.snapshot_cache import snapshot_cache
 from ladder.models import CONNECTION_ID_PATTERN
+from ladder.services import credentials
 from ladder.services.escalations import escalation_observe
 from ladder.services.failures import failure_record
 from ladder.services.observations import observation_record
@@ -325,7 +328,9 @@ def reading_answer(reading: Reading | None) -> api.Reading | None:
     )
 
 
-def connection_answer(connection: Connection, snapshot: Snapshot) -> api.Connection:
+def connection_answer(
+    connection: Connection, snapshot: Snapshot, credential: dict[str, Any] | None = None
+) -> api.Connection:
     verdict = billing_verdict(snapshot, connection)
     served = [
         entry
@@ -349,6 +354,7 @@ def connection_answer(connection: Connection, snapshot: Snapshot) -> api.Connect
         reserve_pct=connection.reserve_pct,
         reading=reading_answer(connection.reading),
         rungs=rungs,
+        credential=api.CredentialInfo(**credential) if credential else None,
     )
 
 
@@ -358,9 +364,10 @@ def connections_list(request: HttpRequest) -> HttpResponse:
     snapshot = snapshot_cache.get(now)
     token = request_token(request)
     allowed = [c for c in snapshot.connections if token is None or token.allows_connection(c.id)]
+    summaries = selectors.credential_summaries()
     return answer(
         api.ConnectionList(
-            connections=tuple(connection_answer(c, snapshot) for c in allowed),
+            connections=tuple(connection_answer(c, snapshot, summaries.get(c.id)) for c in allowed),
             budgets=budgets_answer(rung_budgets(snapshot.config, snapshot.spend_usd, now)),
         )
     )
@@ -381,10 +388,52 @@ def connection_detail(request: HttpRequest, connection_id: str) -> HttpResponse:
             raise _connection_not_found(connection_id)
     return answer(
         api.ConnectionList(
-            connections=(connection_answer(found, snapshot),),
+            connections=(
+                connection_answer(
+                    found,
+                    snapshot,
+                    selectors.credential_summaries(connection_ids=[connection_id]).get(connection_id),
+                ),
+            ),
             budgets=budgets_answer(rung_budgets(snapshot.config, snapshot.spend_usd, now)),
         )
     )
+
+
+@api_view(methods=("GET", "PUT"), scope="credentials")
+def connection_credential(request: HttpRequest, connection_id: str) -> JsonResponse:
+    """GET: a ladder-owned access token (refreshed first when due); PUT: a gateway-owned one's new
+    token. Every call is recorded (token name, time), never the value; rate-limited per token."""
+    connection_allowed(request, connection_id)
+    token = request.gateway_token  # type: ignore[attr-defined]
+    action = "put" if request.method == "PUT" else "get"
+    outcome = "ok"
+    try:
+        credentials.credential_rate_check(token_id=token.pk, now=current_time())
+        if action == "get":
+            return JsonResponse(credentials.credential_for_gateway(connection_id=connection_id))
+        access_token, expires_at, account_id = credential_input(read_json_body(request), current_time())
+        answer = credentials.credential_push_for_gateway(
+            connection_id=connection_id,
+            access_token=access_token,
+            expires_at=expires_at,
+            account_id=account_id,
+            now=current_time(),
+        )
+        snapshot_cache.clear()
+        return JsonResponse(answer)
+    except credentials.CredentialUnavailable as exc:
+        outcome = exc.code
+        headers = {"Retry-After": str(exc.retry_after_s)} if exc.retry_after_s else None
+        raise ApiError(exc.status, exc.code, exc.message, field=exc.field, headers=headers) from None
+    except ApiError as exc:
+        outcome = exc.code
+        raise
+    finally:
+        if outcome != "rate_limited":
+            credentials.credential_access_record(
+                connection_id=connection_id, token_name=token.name, action=action, outcome=outcome
+            )
 
 
 @api_view(methods=("POST",), scope="report")

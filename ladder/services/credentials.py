@@ -34,6 +34,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
+import redis
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import OperationalError, transaction
@@ -48,11 +49,13 @@ from ladder.domain.credentials import (
     default_owner,
     refresh_due,
 )
-from ladder.models import Connection
+from ladder.models import Connection, CredentialAccess
 from ladder.providers import DEFAULT_TIMEOUT, get_adapter
 from ladder.providers.credentials import Credential, CredentialFileError, parse_credential_file
 from ladder.providers.tokens import RefreshFailed, RefreshRefused, redeem_refresh_token
 from ladder.security.crypto import CredentialDecryptionError, decrypt_credential, encrypt_credential
+from ladder.selectors import credential_summary_of
+from ladder.services import hotstate
 from ladder.services.state import bump_state_version
 
 logger = logging.getLogger(__name__)
@@ -454,3 +457,159 @@ def credentials_refresh_due_run(*, client: httpx.Client | None = None) -> Counte
     if counts:
         logger.info("credential sweep: %s", dict(counts))
     return counts
+
+
+# --- the gateway's side (API.md: GET/PUT /api/v1/connections/{id}/credential) ----------------
+
+
+class CredentialUnavailable(Exception):
+    """Why the gateway gets no credential: an API status, a code, a message (never a token)."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        field: str | None = None,
+        retry_after_s: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.retry_after_s = retry_after_s
+
+
+def credential_summary(row: Connection) -> dict[str, Any] | None:
+    """What the API may say about a credential: owner, expiry, account; None without one."""
+    return credential_summary_of(
+        stored=bool(row.credential_ciphertext),
+        owner=row.credential_owner,
+        expires_at=row.credential_expires_at,
+        account_id=row.credential_account_id,
+    )
+
+
+def credential_access_record(*, connection_id: str, token_name: str, action: str, outcome: str) -> None:
+    """Who fetched or pushed which connection's credential, and when; never the value."""
+    try:
+        CredentialAccess.objects.create(
+            connection_id=connection_id[:64],
+            token_name=token_name[:100],
+            action=action,
+            outcome=outcome[:32],
+            at=timezone.now(),
+        )
+    except OperationalError:
+        logger.warning(
+            "credential access of %s by %s not recorded (database busy)", connection_id, token_name
+        )
+
+
+def credential_rate_check(*, token_id: int, now: datetime) -> None:
+    """At most LADDER_CREDENTIALS_RATE_PER_MIN fetches and pushes per gateway token and minute (a
+    Redis counter per token and minute); 429 past it. Redis unavailable: not limited (logged)."""
+    limit = int(settings.LADDER_CREDENTIALS_RATE_PER_MIN)
+    if limit <= 0:
+        return
+    minute = int(now.timestamp() // 60)
+    key = f"{hotstate.key_prefix()}:credential_rate:{token_id}:{minute}"
+    try:
+        pipe = hotstate.client().pipeline(transaction=False)
+        pipe.incr(key)
+        pipe.expire(key, 120)
+        count = int(pipe.execute()[0])
+    except hotstate.HotStateUnavailable:
+        return
+    except (redis.RedisError, OSError) as exc:
+        hotstate.mark_down(exc)
+        logger.warning("credential rate limit not applied: Redis unavailable (%s)", exc)
+        return
+    if count > limit:
+        wait_s = max(1, 60 - int(now.timestamp()) % 60)
+        raise CredentialUnavailable(
+            429,
+            "rate_limited",
+            f"at most {limit} credential calls a minute per gateway token",
+            retry_after_s=wait_s,
+        )
+
+
+def credential_for_gateway(
+    *, connection_id: str, client: httpx.Client | None = None, now: datetime | None = None
+) -> dict[str, Any]:
+    """A ladder-owned connection's access token for the gateway, refreshed first when it is within its
+    lead time. Raises CredentialUnavailable (API.md's statuses and codes)."""
+    now = now or timezone.now()
+    row = Connection.objects.filter(pk=connection_id).first()
+    if row is None:
+        raise CredentialUnavailable(404, "connection_not_found", f"no connection {connection_id!r}")
+    _check_gettable(row)
+    if client is None:
+        with httpx.Client(timeout=DEFAULT_TIMEOUT, follow_redirects=False) as own:
+            result = credential_refresh(connection_id=connection_id, client=own, now=now)
+    else:
+        result = credential_refresh(connection_id=connection_id, client=client, now=now)
+    row.refresh_from_db()
+    if result.outcome == REFUSED or row.disabled_reason == NEEDS_REAUTH:
+        raise CredentialUnavailable(409, NEEDS_REAUTH, "the provider refused the refresh token: log in again")
+    still_valid = row.credential_expires_at is None or row.credential_expires_at > timezone.now()
+    if result.outcome == IN_PROGRESS and not still_valid:
+        raise CredentialUnavailable(
+            503,
+            "refresh_in_progress",
+            "another process is refreshing this credential; retry shortly",
+            retry_after_s=2,
+        )
+    if result.outcome in (TRANSIENT, FAILED, CAS_LOST) and not still_valid:
+        raise CredentialUnavailable(
+            503,
+            "refresh_failed",
+            "the token endpoint did not renew the expired token; retry shortly",
+            retry_after_s=30,
+        )
+    summary = credential_summary(row) or {}
+    return {
+        "access_token": row.get_credential(),
+        "expires_at": summary.get("expires_at"),
+        "account_id": summary.get("account_id"),
+    }
+
+
+def _check_gettable(row: Connection) -> None:
+    if row.credential_owner != "ladder":
+        raise CredentialUnavailable(
+            409,
+            "credential_not_owned",
+            f"the ladder does not own this credential (owner {row.credential_owner})",
+        )
+    if not row.credential_ciphertext:
+        raise CredentialUnavailable(409, "no_credential", "no credential is stored for this connection")
+    if row.disabled_reason == NEEDS_REAUTH:
+        raise CredentialUnavailable(409, NEEDS_REAUTH, "the provider refused the refresh token: log in again")
+
+
+def credential_push_for_gateway(
+    *, connection_id: str, access_token: str, expires_at: datetime, account_id: str | None, now: datetime
+) -> dict[str, Any]:
+    """A gateway-owned connection's new access token; answers its summary. CredentialUnavailable for an
+    unknown connection (404) or one the gateway does not own (409)."""
+    row = Connection.objects.filter(pk=connection_id).first()
+    if row is None:
+        raise CredentialUnavailable(404, "connection_not_found", f"no connection {connection_id!r}")
+    if row.credential_owner != "gateway":
+        raise CredentialUnavailable(
+            409,
+            "credential_not_owned",
+            f"the gateway does not own this credential (owner {row.credential_owner})",
+        )
+    stored = credential_push(
+        connection_id=connection_id,
+        access_token=access_token,
+        expires_at=expires_at,
+        account_id=account_id,
+        now=now,
+    )
+    return {"credential": credential_summary(stored)}

@@ -18,7 +18,7 @@ from ladder.selectors import gateway_token_by_hash
 
 logger = logging.getLogger(__name__)
 
-SCOPES = ("resolve", "report")
+SCOPES = ("resolve", "report", "credentials")
 TOKEN_PREFIX = "olr_"
 PREFIX_SHOWN = 12  # characters kept in clear, so operators can tell tokens apart
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -53,15 +53,24 @@ def gateway_token_issue(token: GatewayToken, *, value: str | None = None) -> str
 
 
 def gateway_token_create(
-    *, name: str, scope_resolve: bool = True, scope_report: bool = True, value: str | None = None
+    *,
+    name: str,
+    scope_resolve: bool = True,
+    scope_report: bool = True,
+    scope_credentials: bool = False,
+    value: str | None = None,
 ) -> tuple[GatewayToken, str]:
     """A new token and its value (shown once). ValidationError names the field at fault."""
     name = name.strip()
     if not name:
         raise ValidationError({"name": "a gateway token needs a name"})
-    if not (scope_resolve or scope_report):
-        raise ValidationError({"scopes": "a gateway token needs at least one scope: resolve, report"})
-    token = GatewayToken(name=name, scope_resolve=scope_resolve, scope_report=scope_report)
+    if not (scope_resolve or scope_report or scope_credentials):
+        raise ValidationError(
+            {"scopes": "a gateway token needs at least one scope: resolve, report, credentials"}
+        )
+    token = GatewayToken(
+        name=name, scope_resolve=scope_resolve, scope_report=scope_report, scope_credentials=scope_credentials
+    )
     return token, gateway_token_issue(token, value=value)
 
 

@@ -39,7 +39,7 @@ def page_url() -> str:
 
 
 def post_url() -> str:
-    return reverse("ladder:connection_credential", args=["claude-1"])
+    return reverse("ladder:connection_cli_file", args=["claude-1"])
 
 
 def test_it_stores_a_pasted_file_and_shows_expiry_and_owner(client: Client) -> None:

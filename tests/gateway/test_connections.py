@@ -105,7 +105,9 @@ def test_it_never_shows_a_credential(gateway: Api, clock: Clock, rows: None) -> 
     for response in (gateway.get(LIST), gateway.get("/api/v1/connections/key")):
         text = response.content.decode()
         assert "sk-live-secret-value" not in text
-        assert "credential" not in text
+        # API.md: only who owns it, its expiry and account (issue 17), never the value.
+        shown = {c["id"]: c["credential"] for c in json.loads(text)["connections"]}
+        assert shown["key"] == {"owner": "static", "expires_at": None, "account_id": None}
         assert m.Connection.objects.get(pk="key").credential_ciphertext not in text
 
 

@@ -82,7 +82,11 @@ def test_it_reads_codex_expiry_from_the_jwt_and_account_from_its_claim() -> None
             "claudeAiOauth.expiresAt: expected a number of milliseconds since 1970",
         ),
         ("claude-oauth", lambda d: d.pop("claudeAiOauth"), "claudeAiOauth: missing"),
-        ("claude-oauth", lambda d: d["claudeAiOauth"].pop("accessToken"), "claudeAiOauth.accessToken: missing"),
+        (
+            "claude-oauth",
+            lambda d: d["claudeAiOauth"].pop("accessToken"),
+            "claudeAiOauth.accessToken: missing",
+        ),
         (
             "codex-chatgpt",
             lambda d: d["tokens"].update(access_token="not-a-jwt"),
@@ -90,7 +94,11 @@ def test_it_reads_codex_expiry_from_the_jwt_and_account_from_its_claim() -> None
         ),
         ("codex-chatgpt", lambda d: d.update(tokens=None, OPENAI_API_KEY="sk-x"), "tokens: missing"),
         ("gemini-cli", lambda d: d.pop("expiry_date"), "expiry_date: expected a number of milliseconds"),
-        ("antigravity", lambda d: d.update(expired="2026-12-03T12:00:00"), "expired: expected an ISO 8601 time"),
+        (
+            "antigravity",
+            lambda d: d.update(expired="2026-12-03T12:00:00"),
+            "expired: expected an ISO 8601 time",
+        ),
         ("kiro", lambda d: d.update(expiresAt=17), "expiresAt: expected an ISO 8601 time with a zone"),
         ("kiro", lambda d: d.update(authMethod="IdC"), "clientId: required for authMethod IdC"),
         ("kiro", lambda d: d.update(authMethod="saml"), "authMethod: expected social or IdC"),

@@ -24,7 +24,13 @@ from tests.security.rows import Rows, rows_create
 
 pytestmark = pytest.mark.django_db
 
-DASHBOARD_WRITES = {"connection_refresh", "connection_reserve", "catalog_new", "catalog_entry"}
+DASHBOARD_WRITES = {
+    "connection_refresh",
+    "connection_reserve",
+    "connection_cli_file",
+    "catalog_new",
+    "catalog_entry",
+}
 PUBLIC_VIEWS = {"login", "logout"}  # anyone may log in or out
 CATALOG_FORM = {
     "billing": "metered",
@@ -195,6 +201,10 @@ BODIES: dict[str, dict[str, Any]] = {
         "headers": {"anthropic-ratelimit-unified-5h-utilization": "0.5"}
     },
     "/api/v1/connections/{connection_id}/failures": {"status": 429, "model": "claude-sonnet-4-5"},
+    "/api/v1/connections/{connection_id}/credential": {
+        "access_token": "t",
+        "expires_at": "2099-01-01T00:00:00Z",
+    },
 }
 
 
@@ -207,6 +217,10 @@ def test_every_api_write_needs_the_report_scope(client: Client, rows: Rows, monk
     )
     _, resolve_only = gateway_token_create(name="resolve-only", scope_resolve=True, scope_report=False)
     _, report_only = gateway_token_create(name="report-only", scope_resolve=False, scope_report=True)
+    _, credentials_only = gateway_token_create(
+        name="credentials-only", scope_resolve=False, scope_report=False, scope_credentials=True
+    )
+    type(rows.connection).objects.filter(pk=rows.connection.pk).update(credential_owner="gateway")
     writes = [(method, path) for method, path in api_operations() if method != "GET"]
     assert ("POST", "/api/v1/usage") in writes
     for method, path in writes:
@@ -216,6 +230,8 @@ def test_every_api_write_needs_the_report_scope(client: Client, rows: Rows, monk
         needed, lacking = (
             (resolve_only, report_only) if path == "/api/v1/pools/resolve" else (report_only, resolve_only)
         )
+        if path.endswith("/credential"):  # issue 17: its own scope
+            needed, lacking = credentials_only, report_only
 
         def send(token: str | None, method: str = method, url: str = url, body: str = body) -> Any:
             headers = {"Authorization": f"Bearer {token}"} if token else {}

@@ -54,7 +54,11 @@ class Command(BaseCommand):
             return
         try:
             token, plaintext = gateway_token_create(
-                name=name, scope_resolve="resolve" in scopes, scope_report="report" in scopes, value=value
+                name=name,
+                scope_resolve="resolve" in scopes,
+                scope_report="report" in scopes,
+                scope_credentials="credentials" in scopes,
+                value=value,
             )
         except ValidationError as exc:
             messages = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items())
@@ -64,5 +68,11 @@ class Command(BaseCommand):
     @staticmethod
     def _scopes(token: GatewayToken) -> str:
         return ",".join(
-            s for s, on in (("resolve", token.scope_resolve), ("report", token.scope_report)) if on
+            s
+            for s, on in (
+                ("resolve", token.scope_resolve),
+                ("report", token.scope_report),
+                ("credentials", token.scope_credentials),
+            )
+            if on
         )
