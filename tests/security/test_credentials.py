@@ -217,3 +217,59 @@ def test_celery_workers_own_log_handlers_get_the_filter() -> None:
         logger.removeHandler(handler)
     assert "[redacted]" in stream.getvalue()
     assert_no_credential(stream.getvalue(), "a Celery worker's log")
+
+
+def metrics_text(client: Client) -> str:
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "ladder_" in text
+    return text
+
+
+def test_a_structured_credential_reaches_no_export_metric_or_debug_log(
+    upstream: FakeUpstream, superuser_client: Client, debug_log: io.StringIO
+) -> None:
+    """Issue 17: access and refresh tokens of a ladder-owned credential, refreshed once after a 401."""
+    from ladder.fakeupstream import FakeUpstreamControl
+    from ladder.services.credentials import credential_import
+
+    m.Connection.objects.create(
+        id="sec-oauth",
+        provider="claude",
+        auth_type="oauth",
+        base_url=upstream.url_for("claude-oauth", "sec-oauth"),
+    )
+    with FakeUpstreamControl(upstream.url) as control:
+        minted = control.mint_login("claude-oauth", lifetime_s=1)
+        credential_import(connection_id="sec-oauth", text=json.dumps(minted["file"]), owner="ladder")
+        import time
+
+        time.sleep(1.2)
+        now = timezone.now()
+        connections_claim(connection_ids=["sec-oauth"], now=now, lease_s=60)
+        with httpx.Client() as client:
+            assert (
+                connection_refresh(
+                    connection_id="sec-oauth", claim_until=claim_deadline(now, 60), client=client
+                )
+                == "ok"
+            )
+        assert control.token_record()["summary"]["ok"] == 1
+    row = m.Connection.objects.get(pk="sec-oauth")
+    secrets = [minted["access_token"], minted["refresh_token"], row.get_credential()]
+    out = io.StringIO()
+    call_command("ladder_resolve", "--export", stdout=out)
+    texts = {
+        "export": out.getvalue(),
+        "metrics": metrics_text(superuser_client),
+        "debug log": debug_log.getvalue(),
+        "connection page": superuser_client.get(
+            reverse("ladder:connection_page", args=["sec-oauth"])
+        ).content.decode(),
+    }
+    assert "credential refresh" in texts["debug log"]
+    for where, text in texts.items():
+        for secret in secrets:
+            assert secret not in text, where
+        assert row.refresh_ciphertext not in text, where
