@@ -142,6 +142,11 @@ def failure_record(
                 now=observed_at, level=recent, retry_after_s=failure.retry_after_s
             )
             changed = True
+        elif failure.classification == "auth_failed" and _ladder_can_refresh(locked):
+            # DESIGN L7 as amended: a credential the ladder owns gets one refresh and a verifying poll
+            # first. The queued poll meets the same 401, refreshes, and polls again; only a refused
+            # refresh token (needs_reauth) or a second 401 disables it.
+            recheck = True
         elif failure.classification == "auth_failed":
             locked.enabled = False
             locked.disabled_reason = "auth_failed"
@@ -203,6 +208,10 @@ def connection_secrets(connection: m.Connection) -> tuple[str, ...]:
     except (CredentialDecryptionError, ImproperlyConfigured):
         return ()
     return (credential,) if credential else ()
+
+
+def _ladder_can_refresh(connection: m.Connection) -> bool:
+    return connection.credential_owner == "ladder" and connection.has_refresh_token
 
 
 def _request_refresh(connection_id: str) -> None:

@@ -341,3 +341,35 @@ def test_no_secret_reaches_the_log(
     for secret in secrets:
         assert secret
         assert secret not in text
+
+
+def test_a_reported_401_on_a_ladder_owned_credential_refreshes_before_disabling(
+    upstream: FakeUpstream,
+    control: FakeUpstreamControl,
+    client: httpx.Client,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ladder.services.failures import failure_record
+
+    queued: list[list[str]] = []
+    monkeypatch.setattr(
+        "ladder.services.failures.refresh_request",
+        lambda *, connection_ids: queued.append(list(connection_ids)),
+    )
+    login(control, upstream, "c1", "claude-oauth", lifetime_s=1)
+    login(control, upstream, "g1", "claude-oauth", owner="gateway", lifetime_s=1)
+    time.sleep(1.2)
+    now = timezone.now()
+
+    for cid in ("c1", "g1"):
+        failure_record(
+            connection_id=cid, status=401, headers={}, body=None, model=None, observed_at=now, now=now
+        )
+
+    assert queued == [["c1"]]
+    assert Connection.objects.get(pk="c1").enabled
+    assert Connection.objects.get(pk="g1").disabled_reason == "auth_failed"
+    # The queued refresh: the poll meets the 401, refreshes once, and the verifying poll reads quota.
+    assert connections_claim(connection_ids=["c1"], now=now, lease_s=60) == ["c1"]
+    assert connection_refresh(connection_id="c1", claim_until=claim_deadline(now, 60), client=client) == "ok"
+    assert ok_redemptions(control) == 1
