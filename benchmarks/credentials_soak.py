@@ -177,13 +177,16 @@ def worker(until: float) -> int:
 
 
 def gateway(until: float) -> int:
-    """A gateway borrowing each connection's token, as the credential API serves it."""
+    """A gateway borrowing each connection's token through the credential API's service
+    (GET /api/v1/connections/{id}/credential: refreshed first when within its lead time)."""
     django_setup()
+    from datetime import datetime
+
     import httpx
     from django.db import OperationalError
 
     from ladder.models import Connection
-    from ladder.services.credentials import credential_refresh
+    from ladder.services.credentials import CredentialUnavailable, credential_for_gateway
 
     ids = list(Connection.objects.values_list("id", flat=True))
     counts: Counter[str] = Counter()
@@ -191,24 +194,20 @@ def gateway(until: float) -> int:
         while time.time() < until:
             cid = random.choice(ids)
             try:
-                result = credential_refresh(connection_id=cid, client=client)
-                row = Connection.objects.get(pk=cid)
-                token = row.get_credential() or ""
+                lent = credential_for_gateway(connection_id=cid, client=client)
+            except CredentialUnavailable as exc:
+                counts[exc.code] += 1
+                continue
             except OperationalError:
                 counts["database_busy"] += 1
                 continue
-            counts[result.outcome] += 1
-            # The borrowed token works upstream (the usage endpoint of its kind's namespace).
-            if (
-                row.credential_expires_at is not None
-                and row.credential_expires_at.timestamp() > time.time() + 0.2
-            ):
-                counts["fetched_valid"] += 1
-            elif token:
-                counts["fetched_expiring"] += 1
+            expires = datetime.fromisoformat(lent["expires_at"].replace("Z", "+00:00"))
+            counts[
+                "lent_valid" if expires.timestamp() > time.time() and lent["access_token"] else "lent_expired"
+            ] += 1
             time.sleep(random.uniform(0.01, 0.05))
     print(f"gateway {os.getpid()}: {dict(counts)}", flush=True)
-    return 0
+    return 1 if counts["lent_expired"] or counts["needs_reauth"] else 0
 
 
 if __name__ == "__main__":
