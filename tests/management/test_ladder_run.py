@@ -244,3 +244,26 @@ def test_it_prefers_the_environment_key(monkeypatch: pytest.MonkeyPatch, tmp_pat
     monkeypatch.setattr("ladder.management.commands.ladder_run.LOCAL_DIR", tmp_path / ".local")
     assert local_credential_key() == "from-the-environment"
     assert not (tmp_path / ".local").exists()
+
+
+@pytest.mark.django_db
+def test_the_demo_plans_hold_short_ladder_owned_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from ladder.fakeupstream import run_fake_upstream
+    from ladder.management.commands.ladder_run import DEMO_LOGINS, Command
+    from ladder.models import Connection
+
+    monkeypatch.setenv("LADDER_DEMO_TOKEN_LIFETIME_S", "240")
+    with run_fake_upstream() as upstream, upstream.control() as control:
+        call_command("ladder_demo", upstream_url=upstream.url, stdout=open(os.devnull, "w"))  # noqa: SIM115
+        Command()._demo_logins(control)
+
+    for connection_id, _kind in DEMO_LOGINS:
+        row = Connection.objects.get(pk=connection_id)
+        assert row.credential_owner == "ladder"
+        assert row.has_refresh_token
+        assert row.credential_expires_at is not None
+        left = (row.credential_expires_at - timezone.now()).total_seconds()
+        assert 200 < left <= 241
