@@ -44,6 +44,15 @@ Control API (JSON in, JSON out)
 ``POST /_control/reset``
     ``{}``: back to the startup state (scenarios, counts, delay, clock). ``{"kind", "connection"?}``:
     clear that kind's (or connection's) scenarios and counts only.
+``GET /_control/tokens``
+    Every redemption at the kinds' token endpoints (``tokens``): kind, family, a digest of the
+    token, outcome (``ok``, ``reused``, ``revoked``, ``unknown``), time; and a ``summary``.
+``POST /_control/tokens``
+    ``{"kind", "lifetime_s"?, "account_id"?, "auth_method"?}`` mints a login: its tokens and the
+    ``file`` the kind's CLI would write. ``{"lifetime_s"}`` alone sets the default lifetime of the
+    access tokens issued from then on (startup: ``token_lifetime_s``). Single-use refresh tokens
+    (Claude, Codex, Kiro) rotate and a reuse revokes the family; an expired or revoked access token
+    gets a 401 on the kind's calls.
 ``POST /_control/clock``
     ``{"now": ISO}`` freezes the clock there; ``{"advance_s": n}`` moves it (frozen or not);
     ``{"real": true}`` goes back to the real UTC clock.

@@ -20,7 +20,9 @@ Outcomes, each logged with its classification and kept in ``last_poll_error``:
   ``poll_backoff_level`` + 1, next poll after max(Retry-After, refresh_interval × 2^level, jittered,
   capped at 1 h);
 - ``auth_failed``: the connection is disabled (``disabled_reason = "auth_failed"``) until an operator
-  fixes it;
+  fixes it; but a credential that the ladder owns first gets one refresh and a verifying poll
+  (``outcomes_reauth``, DESIGN L7 as amended), and a refused refresh token disables it as
+  ``needs_reauth`` (``ladder.services.credentials``);
 - ``transient`` (5xx, timeouts, connection resets): retried soon — 5 s × 2^level (≤ 300 s) × a
   random 0.5–1.5, or Retry-After when longer;
 - ``failed`` (another 4xx, a poll that names a quota exhaustion, an adapter bug): backed off like a
