@@ -32,6 +32,7 @@ import json
 import secrets
 import threading
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -213,7 +214,7 @@ class TokenAuthority:
             self._redemptions.clear()
 
 
-def bearer_of(headers: dict[str, str] | None) -> str | None:
+def bearer_of(headers: Mapping[str, str] | None) -> str | None:
     for name, value in (headers or {}).items():
         if name.lower() == "authorization" and value.lower().startswith("bearer "):
             return value[7:].strip()

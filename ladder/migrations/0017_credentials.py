@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ladder', '0013_connection_reserve_poll_interval'),
+        ('ladder', '0016_gateway_token_limits'),
     ]
 
     operations = [
