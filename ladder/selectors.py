@@ -113,11 +113,11 @@ GATEWAY_TOKEN_FIELDS = (
     "token_hash",
     "scope_resolve",
     "scope_report",
-    "scope_credentials",
     "connection_ids",
     "spend_ceiling_usd",
+    "scope_credentials",
     "last_used_at",
-)
+)  # in the model's field order: Model.from_db matches a partial row to the fields in that order
 TOKEN_CEILING_QUANTUM = Decimal("0.000001")
 
 
