@@ -316,6 +316,9 @@ class QuotaWindow(models.Model):
     )
     latched = models.BooleanField(default=False)
     position = models.PositiveSmallIntegerField(default=0)
+    # When the window reaches its connection's cutoff at its current burn rate, computed as the
+    # reading is stored (ladder.domain.forecast); null: no forecast (see exhausts_at there).
+    exhausts_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering: ClassVar[list[str]] = ["position", "id"]

@@ -331,9 +331,11 @@ def readings_latest(*, connection_ids: Collection[str] | None = None) -> dict[st
     window_rows = (
         m.QuotaWindow.objects.filter(reading_id__in=latest_ids)
         .order_by("reading_id", "position", "id")
-        .values_list("reading_id", "name", "remaining_pct", "reset_at", "scope_models", "latched")
+        .values_list(
+            "reading_id", "name", "remaining_pct", "reset_at", "scope_models", "latched", "exhausts_at"
+        )
     )
-    for reading_id, name, remaining_pct, reset_at, scope_models, latched in window_rows:
+    for reading_id, name, remaining_pct, reset_at, scope_models, latched, exhausts_at in window_rows:
         windows[reading_id].append(
             Window(
                 name=name,
@@ -341,6 +343,7 @@ def readings_latest(*, connection_ids: Collection[str] | None = None) -> dict[st
                 reset_at=reset_at,
                 scope_models=tuple(scope_models or ()),
                 latched=latched,
+                exhausts_at=exhausts_at,
             )
         )
     reading_rows = m.QuotaReading.objects.filter(id__in=latest_ids).values_list(

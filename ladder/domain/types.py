@@ -198,6 +198,7 @@ class Window(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     reset_at: Time | None = None
     scope_models: tuple[Name, ...] = ()
     latched: bool = False
+    exhausts_at: datetime | None = None  # when it reaches the cutoff at its burn rate (domain.forecast)
 
 
 class Reading(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):

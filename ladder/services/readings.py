@@ -16,11 +16,18 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import OuterRef, Subquery
+from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 from msgspec.structs import replace
 
-from ladder.domain.types import SOURCES, LadderConfig, Reading, SpentWindow, Thresholds
+from ladder.domain.forecast import (
+    FORECAST_MAX_READINGS,
+    PERIOD_RESET_TOLERANCE_S,
+    PERIOD_WITHOUT_RESET_S,
+    Point,
+    exhausts_at,
+)
+from ladder.domain.types import SOURCES, LadderConfig, Reading, SpentWindow, Thresholds, Window
 from ladder.domain.windows import (
     FUTURE_TOLERANCE_S,
     ResetClamp,
@@ -203,6 +210,9 @@ def reading_store(
         )
         if exhausted is not None:
             windows = exhausted[0]
+    windows = windows_forecast(
+        connection_id, windows, fetched_at=reading.fetched_at, cutoff_pct=limits.cutoff_pct
+    )
     stored = replace(reading, windows=windows)
 
     updates: dict[str, Any] = dict(connection_updates or {})
@@ -249,6 +259,7 @@ def reading_store(
             reset_at=w.reset_at,
             scope_models=list(w.scope_models),
             latched=w.latched,
+            exhausts_at=w.exhausts_at,
             position=position,
         )
         for position, w in enumerate(windows)
@@ -256,6 +267,47 @@ def reading_store(
     if is_latest and live is not None:
         live.append(connection_id)
     return StoredReading(row.id, connection_id, stored, is_latest, next_refresh_at)
+
+
+def windows_forecast(
+    connection_id: str, windows: tuple[Window, ...], *, fetched_at: datetime, cutoff_pct: float
+) -> tuple[Window, ...]:
+    """The windows with their ``exhausts_at`` (ladder.domain.forecast) as of the reading's own time,
+    from the stored readings of each window's current period. One query, for every window at once:
+    at most FORECAST_MAX_READINGS rows a window, the latest first."""
+    if not windows:
+        return windows
+    tolerance = timedelta(seconds=PERIOD_RESET_TOLERANCE_S)
+    period = Q()
+    for w in windows:
+        if w.reset_at is None:
+            since = fetched_at - timedelta(seconds=PERIOD_WITHOUT_RESET_S)
+            period |= Q(name=w.name, reset_at__isnull=True, reading__fetched_at__gte=since)
+        else:
+            period |= Q(name=w.name, reset_at__range=(w.reset_at - tolerance, w.reset_at + tolerance))
+    rows = (
+        QuotaWindow.objects.filter(
+            period, reading__connection_id=connection_id, reading__fetched_at__lte=fetched_at
+        )
+        .order_by("-reading__fetched_at", "-id")
+        .values_list("name", "reading__fetched_at", "remaining_pct", "reset_at")[
+            : FORECAST_MAX_READINGS * len(windows)
+        ]
+    )
+    points: dict[str, list[Point]] = {w.name: [] for w in windows}
+    for name, at, remaining_pct, reset_at in rows:
+        points[name].append(Point(at, remaining_pct, reset_at))
+    return tuple(
+        replace(
+            w,
+            exhausts_at=exhausts_at(
+                [*points[w.name], Point(fetched_at, w.remaining_pct, w.reset_at)],
+                cutoff_pct=cutoff_pct,
+                now=fetched_at,
+            ),
+        )
+        for w in windows
+    )
 
 
 def log_reset_clamps(connection_id: str, clamps: tuple[ResetClamp, ...], *, source: str) -> None:

@@ -5,6 +5,8 @@ from typing import Any
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection as connection_db
+from django.test.utils import CaptureQueriesContext
 
 from ladder import selectors
 from ladder.domain.types import Reading, Window
@@ -318,3 +320,45 @@ def test_it_clamps_an_impossible_reset_of_a_header_reading_and_logs_it(
     [message] = [r.getMessage() for r in caplog.records if "impossible reset" in r.getMessage()]
     assert "connection=c1 window=5h source=headers" in message
     assert f"reported={in_2199.isoformat()} clamped={five_hours.isoformat()}" in message
+
+
+def test_it_stores_each_windows_forecast_from_its_current_period(connection: Connection) -> None:
+    """0.5 %/min from 50 % to the reserve's cutoff of 20 %: an hour; a window that burns nothing,
+    none; the previous period (another reset) is not fitted."""
+    Connection.objects.filter(pk="c1").update(reserve_pct=20.0)
+    reset = NOW + timedelta(hours=4)
+
+    def at(minutes: int, five_h: float, weekly: float, five_h_reset: datetime = reset) -> Reading:
+        return Reading(
+            fetched_at=NOW + timedelta(minutes=minutes),
+            windows=(Window("5h", five_h, reset_at=five_h_reset), Window("7d", weekly)),
+        )
+
+    reading_record(connection_id="c1", reading=at(-30, 99, 80, NOW - timedelta(minutes=25)), now=NOW)
+    reading_record(connection_id="c1", reading=at(-20, 60, 80), now=NOW)
+    first = reading_record(connection_id="c1", reading=at(-10, 55, 80), now=NOW)
+    assert first.reading.windows[0].exhausts_at == NOW + timedelta(hours=1)  # the same line
+    with CaptureQueriesContext(connection_db) as queries:
+        stored = reading_record(connection_id="c1", reading=at(0, 50, 80), now=NOW)
+
+    assert [w.exhausts_at for w in stored.reading.windows] == [NOW + timedelta(hours=1), None]
+    assert dict(QuotaWindow.objects.filter(reading_id=stored.id).values_list("name", "exhausts_at")) == {
+        "5h": NOW + timedelta(hours=1),
+        "7d": None,
+    }
+    assert (
+        sum("ladder_quotawindow" in q["sql"] and "SELECT" in q["sql"] for q in queries.captured_queries) == 2
+    )
+    assert selectors.readings_latest()["c1"].windows[0].exhausts_at == NOW + timedelta(hours=1)
+
+
+def test_a_forecast_past_the_reset_is_not_stored(connection: Connection) -> None:
+    reset = NOW + timedelta(minutes=30)
+    for minutes, pct in ((-20, 60), (-10, 55), (0, 50)):
+        stored = reading_record(
+            connection_id="c1",
+            reading=Reading(NOW + timedelta(minutes=minutes), (Window("5h", pct, reset_at=reset),)),
+            now=NOW,
+        )
+    assert stored.reading.windows[0].exhausts_at is None
+    assert QuotaWindow.objects.get(reading_id=stored.id).exhausts_at is None
