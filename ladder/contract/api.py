@@ -263,6 +263,13 @@ class Window(Answer, frozen=True):
     reset_at: Time | None
     scope_models: tuple[str, ...]
     latched: bool
+    exhausts_at: Annotated[
+        Time | None,
+        Meta(
+            description="when it reaches the connection's cutoff at its current burn rate (issue 20); "
+            "null: at or below it already, burning nothing, or lasting past its reset",
+        ),
+    ] = None
 
 
 class Reading(Answer, frozen=True):

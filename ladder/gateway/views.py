@@ -322,6 +322,7 @@ def reading_answer(reading: Reading | None) -> api.Reading | None:
                 reset_at=_utc_or_none(w.reset_at),
                 scope_models=tuple(w.scope_models),
                 latched=w.latched,
+                exhausts_at=_utc_or_none(w.exhausts_at),
             )
             for w in reading.windows
         ),

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from ladder import models as m
+from ladder.domain.types import Reading, Window
+from ladder.services.readings import reading_record
 from tests.gateway.conftest import NOW, Api, Clock, assert_error, assert_schema, make_connection, set_config
 
 pytestmark = pytest.mark.django_db
@@ -59,6 +61,7 @@ def test_it_lists_every_connection_with_its_verdict_rungs_and_reading(
         "reset_at": "2026-09-15T13:00:00Z",
         "scope_models": [],
         "latched": True,
+        "exhausts_at": None,
     }
     assert by_id["key"]["billing"] == "metered"
     assert by_id["key"]["rungs"] == {"gpt-5-mini": "cheap", "gpt-legacy": "premium"}
@@ -99,6 +102,23 @@ def test_it_holds_a_reserved_plan_back_from_auto_subscription(gateway: Api, cloc
     assert {e["reason"] for e in body["excluded"]} == {"reserve_reached"}
     assert "reserve 20%" in body["excluded"][0]["detail"]
     assert body["empty"]["retry_at"] == "2026-09-15T15:00:00Z"
+
+
+def test_it_shows_each_windows_forecast(gateway: Api, clock: Clock) -> None:
+    """5 %/10 min from 50 % to the 5 % cutoff: 90 min; a window that burns nothing: null."""
+    make_connection("plan", bump=False)
+    set_config(exit_cutoff_pct=5.0)
+    for minutes, pct in ((-20, 60.0), (-10, 55.0), (0, 50.0)):
+        reading = Reading(
+            fetched_at=NOW + timedelta(minutes=minutes),
+            windows=(Window("5h", pct, reset_at=NOW + timedelta(hours=4)), Window("7d", 90.0)),
+        )
+        reading_record(connection_id="plan", reading=reading, now=NOW)
+
+    body = assert_schema(gateway.get(ONE.format(connection_id="plan")), ONE, "get")
+
+    windows = {w["name"]: w["exhausts_at"] for w in body["connections"][0]["reading"]["windows"]}
+    assert windows == {"5h": "2026-09-15T13:30:00Z", "7d": None}
 
 
 def test_it_never_shows_a_credential(gateway: Api, clock: Clock, rows: None) -> None:

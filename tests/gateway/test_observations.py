@@ -57,6 +57,7 @@ def test_it_stores_the_passive_headers_as_a_reading(gateway: Api, clock: Clock, 
                     "reset_at": format_utc(IN_2H),
                     "scope_models": [],
                     "latched": False,
+                    "exhausts_at": None,
                 },
                 {
                     "name": "7d",
@@ -64,6 +65,7 @@ def test_it_stores_the_passive_headers_as_a_reading(gateway: Api, clock: Clock, 
                     "reset_at": format_utc(NOW + timedelta(days=3)),
                     "scope_models": [],
                     "latched": False,
+                    "exhausts_at": None,
                 },
             ],
         }
@@ -101,6 +103,7 @@ def test_it_latches_a_window_seen_at_the_cutoff_and_keeps_it_in_the_band(
         "reset_at": format_utc(IN_2H),
         "scope_models": [],
         "latched": True,
+        "exhausts_at": None,  # it rose since the last reading: it burns nothing
     }
 
     clock.advance(seconds=10)
