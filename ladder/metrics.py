@@ -18,7 +18,9 @@ Families, with bounded label sets (``connection`` is an operator-made connection
 
 - ``ladder_quota_remaining_ratio{connection,provider,window}``: the latest reading's remaining
   quota, 0–1 (remaining_pct / 100); ``ladder_quota_window_latched`` 1 while the hysteresis latch is
-  set; ``ladder_quota_window_reset_timestamp_seconds`` when the window resets (if known).
+  set; ``ladder_quota_window_reset_timestamp_seconds`` when the window resets (if known);
+  ``ladder_window_exhausts_in_seconds`` the seconds until it reaches the connection's cutoff at its
+  current burn rate (ladder.domain.forecast; only windows with a forecast, 0 once due).
 - ``ladder_reading_age_seconds{connection,provider}``: the age of the latest reading.
 - ``ladder_connection_rung{connection,provider}``: the connection's base rung, the lowest rung it
   serves on (0 subscription … 4 premium: a plan connection is 0 and a keyless one 1 whatever the
@@ -200,6 +202,12 @@ def quota_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:
         "When the window resets, in Unix seconds (windows with a known reset time)",
         labels=WINDOW,
     )
+    exhausts = GaugeMetricFamily(
+        "ladder_window_exhausts_in_seconds",
+        "Seconds until the window reaches the connection's cutoff at its current burn rate, 0 when "
+        "due (windows with a forecast)",
+        labels=WINDOW,
+    )
     age = GaugeMetricFamily(
         "ladder_reading_age_seconds", "Age of the connection's latest quota reading", labels=CONNECTION
     )
@@ -214,7 +222,9 @@ def quota_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:
             latched.add_metric(labels, 1.0 if window.latched else 0.0)
             if window.reset_at is not None:
                 resets.add_metric(labels, _timestamp(window.reset_at))
-    yield from (remaining, latched, resets, age)
+            if window.exhausts_at is not None:
+                exhausts.add_metric(labels, max(0.0, (window.exhausts_at - now).total_seconds()))
+    yield from (remaining, latched, resets, exhausts, age)
 
 
 def connection_rungs(snapshot: Snapshot, connection: Connection) -> Counter[Rung]:

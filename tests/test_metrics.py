@@ -115,6 +115,27 @@ def test_it_reports_quota_latches_reading_age_and_cooldowns(hot: redis.Redis, cl
     assert value(samples, "ladder_connection_enabled", connection="bare", provider="claude") == 0
 
 
+def test_it_reports_when_each_forecast_window_runs_out(hot: redis.Redis, client: Client) -> None:
+    """5 %/10 min from 50 % to the 2 % cutoff: 96 min; a window that burns nothing has no series."""
+    m.Connection.objects.create(id="c1", provider="claude", auth_type="oauth")
+    now = timezone.now()
+    for minutes, pct in ((-20, 60.0), (-10, 55.0), (0, 50.0)):
+        windows = (Window("5h", pct, now + timedelta(hours=4)), Window("7d", 80.0, None))
+        reading_record(
+            connection_id="c1", reading=Reading(now + timedelta(minutes=minutes), windows), now=now
+        )
+
+    samples = scrape(client)
+
+    assert set(series(samples, "ladder_window_exhausts_in_seconds")) == {
+        frozenset({"connection": "c1", "provider": "claude", "window": "5h"}.items())
+    }
+    left = value(
+        samples, "ladder_window_exhausts_in_seconds", connection="c1", provider="claude", window="5h"
+    )
+    assert 96 * 60 - 60 < left <= 96 * 60
+
+
 def test_it_reports_each_connections_reserve_cutoff_and_poll_interval(
     hot: redis.Redis, client: Client
 ) -> None:
