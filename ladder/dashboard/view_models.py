@@ -25,6 +25,7 @@ from ladder.dashboard.chart import CHART_SPAN, Chart, chart_build
 from ladder.dashboard.wording import (
     RUNG_TITLES,
     duration_words,
+    forecast_words,
     pct_label,
     reason_words,
     rung_words,
@@ -94,6 +95,7 @@ class WindowView:
     scope: str
     exit_cutoff_pct: float = 0.0  # the global exit cutoff: at or below it the window is spent
     reserve_pct: float | None = None
+    forecast: str = ""  # "runs out at 14:20 UTC, 40m before its reset"; "" without a forecast
 
     @property
     def state(self) -> str:
@@ -286,6 +288,7 @@ def _window_view(window: Window, limits: Thresholds, now: datetime) -> WindowVie
         scope=", ".join(window.scope_models) or "all models",
         exit_cutoff_pct=limits.exit_cutoff_pct,
         reserve_pct=limits.reserve_pct,
+        forecast=forecast_words(window.exhausts_at, window.reset_at, now),
     )
 
 

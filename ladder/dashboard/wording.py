@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from ladder.domain import Reason, Rung
 
@@ -68,6 +68,18 @@ def until_words(moment: datetime | None, now: datetime) -> str:
     if delta <= 0:
         return f"passed {duration_words(-delta)} ago"
     return f"in {duration_words(delta)}"
+
+
+def forecast_words(exhausts_at: datetime | None, reset_at: datetime | None, now: datetime) -> str:
+    """ "runs out at 14:20 UTC, 40m before its reset"; "" without a forecast (ladder.domain.forecast
+    gives none at the cutoff, when burning nothing or when the window lasts past its reset)."""
+    if exhausts_at is None:
+        return ""
+    moment = exhausts_at.astimezone(UTC)
+    when = f"{moment:%H:%M} UTC" if moment - now < timedelta(hours=20) else f"{moment:%Y-%m-%d %H:%M} UTC"
+    if reset_at is None:
+        return f"runs out at {when}"
+    return f"runs out at {when}, {duration_words((reset_at - exhausts_at).total_seconds())} before its reset"
 
 
 def rung_words(rung: int | None) -> str:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -103,6 +103,20 @@ def test_it_charts_the_windows_of_the_last_24_hours(viewer: Client) -> None:
     assert '<rect class="hband"' in html
     assert "5h reset" in html  # the reset 4 h ago is marked
     assert "; 3 readings" in html
+
+
+def test_it_says_when_each_window_runs_out(viewer: Client) -> None:
+    plan_setup("plan-1", remaining=50)  # its reading joins the period: on the same line
+    now = timezone.now()
+    for minutes, pct in ((20, 60.0), (10, 55.0), (0, 50.0)):
+        at = now - timedelta(minutes=minutes)
+        reading_add("plan-1", {"5h": pct, "7d": 90.0}, at=at, reset_in=now + timedelta(hours=3) - at)
+
+    html = viewer.get(url()).content.decode()
+
+    runs_out = (now + timedelta(minutes=96)).astimezone(UTC)
+    assert f'<span class="forecast">runs out at {runs_out:%H:%M} UTC, 1h 24m before its reset</span>' in html
+    assert html.count('class="forecast"') == 1  # 7d burns nothing: no words
 
 
 def test_it_marks_cooldowns_on_the_chart(viewer: Client) -> None:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 from django.test import Client
@@ -49,6 +49,21 @@ def test_it_shows_a_plan_connection_on_rung_0_in_both_pools(viewer: Client) -> N
     assert 'data-grouping="auto/subscription"><span class="g">auto/subscription</span> in pool' in card
     assert "60% left" in card
     assert "source poll" in card
+
+
+def test_it_says_when_a_burning_window_runs_out_and_nothing_for_a_steady_one(viewer: Client) -> None:
+    """5 %/10 min from 50 % to the 2 % cutoff: 96 min, 84 min before the reset 3 h away."""
+    plan_setup("plan-1", remaining=50)  # its reading joins the period: on the same line
+    now = timezone.now()
+    for minutes, pct in ((20, 60.0), (10, 55.0), (0, 50.0)):
+        at = now - timedelta(minutes=minutes)
+        reading_add("plan-1", {"5h": pct, "7d": 90.0}, at=at, reset_in=now + timedelta(hours=3) - at)
+
+    card = card_html(viewer.get(URL).content.decode(), "plan-1", 0)
+
+    runs_out = (now + timedelta(minutes=96)).astimezone(UTC)
+    assert card.count('class="forecast"') == 1
+    assert f'<span class="forecast">runs out at {runs_out:%H:%M} UTC, 1h 24m before its reset</span>' in card
 
 
 def test_it_draws_the_hysteresis_band_on_each_window_bar(viewer: Client) -> None:
