@@ -93,6 +93,7 @@ class ConfigFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=Fal
     free_max_input_usd_per_mtok: Amount | UnsetType = UNSET
     cheap_max_input_usd_per_mtok: Amount | UnsetType = UNSET
     refresh_interval_s: Positive | UnsetType = UNSET
+    max_event_cost_usd: Amount | UnsetType = UNSET
 
 
 class CatalogRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False, kw_only=True):
@@ -279,6 +280,8 @@ def _settle_connections(connections: tuple[Connection, ...]) -> None:
         for j, window in enumerate(reading.windows):
             if window.name.isspace() or (window.scope_models and any(map(blank, window.scope_models))):
                 _refuse_names(window, f"connections[{i}].quota.windows[{j}]")
+            if window.exhausts_at is not None:  # the ladder's forecast, never a state file's input
+                raise StateError(f"connections[{i}].quota.windows[{j}].exhausts_at", _unknown_key("windows"))
             moment = window.reset_at
             if moment is not None and not (moment.tzinfo is utc and earliest <= moment <= latest):
                 path = f"connections[{i}].quota.windows[{j}].reset_at"
@@ -338,7 +341,8 @@ _SHAPE_OF: dict[str, type[msgspec.Struct]] = {
     "request": RequestFile,
     "candidates": Candidate,
 }
-_NOT_ON_THE_WIRE = frozenset({"note"})  # Reading's note is the adapters' (ladder.domain.types)
+# Reading's note is the adapters', a window's exhausts_at the ladder's forecast (ladder.domain.types).
+_NOT_ON_THE_WIRE = frozenset({"note", "exhausts_at"})
 
 _TEXT = "must be a non-empty string"
 _PCT = "must be between 0 and 100"
@@ -362,6 +366,7 @@ _MESSAGES: dict[str, str] = {
     "reentry_min_remaining_pct": "must be a number between 0 and 100",
     "max_reading_age_s": "must be a positive number",
     "refresh_interval_s": "must be a positive number",
+    "max_event_cost_usd": "must be a number ≥ 0",
     "free_max_input_usd_per_mtok": "must be a number ≥ 0",
     "cheap_max_input_usd_per_mtok": "must be a number ≥ 0",
     "rung_budget_usd.cheap": "must be a number ≥ 0 (0 disables the rung)",
@@ -473,6 +478,7 @@ def config_to_dict(config: LadderConfig) -> dict[str, Any]:
         "free_max_input_usd_per_mtok": config.free_max_input_usd_per_mtok,
         "cheap_max_input_usd_per_mtok": config.cheap_max_input_usd_per_mtok,
         "refresh_interval_s": config.refresh_interval_s,
+        "max_event_cost_usd": config.max_event_cost_usd,
     }
 
 

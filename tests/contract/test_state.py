@@ -273,6 +273,26 @@ def test_it_refuses_a_note_in_a_reading_which_only_adapters_write() -> None:
     assert error.message.startswith("unknown key; accepted: fetched_at, windows, source")
 
 
+def test_it_refuses_an_exhausts_at_in_a_window_which_only_the_forecast_writes() -> None:
+    error = error_of(
+        with_change(["connections", 3, "quota", "windows", 0, "exhausts_at"], "2026-08-22T13:00:00Z")
+    )
+
+    assert error.path == "connections[3].quota.windows[0].exhausts_at"
+    assert error.message == "unknown key; accepted: name, remaining_pct, reset_at, scope_models, latched"
+
+
+def test_it_reads_max_event_cost_usd_and_refuses_a_negative_one() -> None:
+    assert (
+        parse_state(with_change(["config", "max_event_cost_usd"], 2.5)).snapshot.config.max_event_cost_usd
+        == 2.5
+    )
+
+    error = error_of(with_change(["config", "max_event_cost_usd"], -1))
+
+    assert (error.path, error.message) == ("config.max_event_cost_usd", "must be a number ≥ 0")
+
+
 @pytest.mark.parametrize(
     ("path", "field"),
     [
@@ -535,6 +555,7 @@ def test_it_exports_every_key_explicitly() -> None:
         "free_max_input_usd_per_mtok",
         "cheap_max_input_usd_per_mtok",
         "refresh_interval_s",
+        "max_event_cost_usd",
     }
     assert set(document["billing_catalog"][1]) == {
         "provider",

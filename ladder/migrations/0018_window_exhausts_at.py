@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("ladder", "0016_gateway_token_limits"),
+        ("ladder", "0017_credentials"),
     ]
 
     operations = [
