@@ -382,7 +382,7 @@ CONNECTION_FIELDS = (
 def adapter_poll_floor_s(provider: str) -> float | None:
     """The poll floor the provider's adapter declares (ladder.domain's table), as settings override
     it (``LADDER_POLL_FLOOR_S``): read here, where the adapters may not be imported."""
-    return provider_poll_floor_s(provider, getattr(settings, "LADDER_POLL_FLOOR_S", None))
+    return provider_poll_floor_s(provider, settings.LADDER_POLL_FLOOR_S)
 
 
 def connection_poll_floor_s(provider: str, min_poll_interval_s: float | None) -> float | None:
