@@ -8,9 +8,11 @@ the only module that imports LiteLLM.
 
 from ladder_client.client import LadderClient, LadderError, ResolutionCache
 from ladder_client.types import (
+    BorrowedCredential,
     Candidate,
     ConnectionsReport,
     ConnectionState,
+    CredentialSummary,
     EmptyPool,
     Excluded,
     FailureOutcome,
@@ -26,9 +28,11 @@ from ladder_client.types import (
 )
 
 __all__ = [
+    "BorrowedCredential",
     "Candidate",
     "ConnectionState",
     "ConnectionsReport",
+    "CredentialSummary",
     "EmptyPool",
     "Excluded",
     "FailureOutcome",

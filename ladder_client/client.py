@@ -20,9 +20,12 @@ from urllib.parse import quote
 import httpx
 
 from ladder_client.types import (
+    BorrowedCredential,
     Candidate,
     ConnectionsReport,
     ConnectionState,
+    CredentialStored,
+    CredentialSummary,
     FailureOutcome,
     LadderProtocolError,
     ModelList,
@@ -341,6 +344,37 @@ class LadderClient:
         if len(report.connections) != 1:
             raise LadderProtocolError(f"expected one connection, got {len(report.connections)}")
         return report.connections[0]
+
+    def credential(self, connection_id: str) -> BorrowedCredential:
+        """A ladder-owned connection's current access token (scope ``credentials``): the ladder
+        refreshes it first when it is within its lead time, so that one program redeems each
+        single-use refresh token. Errors: 409 ``credential_not_owned``, ``no_credential`` or
+        ``needs_reauth``; 503 ``refresh_in_progress`` (see ``retry_after_s``)."""
+        document = self._send(
+            "GET", f"/api/v1/connections/{_segment(connection_id)}/credential", None, idempotent=True
+        )
+        return _parsed(document, BorrowedCredential)
+
+    def push_credential(
+        self,
+        connection_id: str,
+        access_token: str,
+        expires_at: datetime,
+        account_id: str | None = None,
+    ) -> CredentialSummary:
+        """A gateway-owned connection's new access token, for the ladder to poll with; the ladder
+        never refreshes it. What is stored comes back, never the token."""
+        document: dict[str, Any] = {
+            "access_token": access_token,
+            "expires_at": format_time(expires_at, "expires_at"),
+        }
+        if account_id is not None:
+            document["account_id"] = account_id
+        # Storing the same token twice stores the same credential: harmless to resend.
+        answer = self._send(
+            "PUT", f"/api/v1/connections/{_segment(connection_id)}/credential", document, idempotent=True
+        )
+        return _parsed(answer, CredentialStored).credential
 
     def models(self) -> tuple[str, ...]:
         """The auto ids the ladder advertises (``GET /v1/models``)."""

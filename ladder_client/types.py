@@ -18,6 +18,9 @@ from ladder.contract.api import (
     Candidate,
     Connection,
     ConnectionList,
+    CredentialAnswer,
+    CredentialInfo,
+    CredentialStored,
     Empty,
     Exclusion,
     FailureResponse,
@@ -35,6 +38,8 @@ T = TypeVar("T")
 
 ConnectionState = Connection
 ConnectionsReport = ConnectionList
+BorrowedCredential = CredentialAnswer
+CredentialSummary = CredentialInfo
 EmptyPool = Empty
 Excluded = Exclusion
 FailureOutcome = FailureResponse
@@ -43,7 +48,10 @@ RungBudget = Budget
 UsageReport = UsageResponse
 
 __all__ = [
+    "BorrowedCredential",
     "Candidate",
+    "CredentialStored",
+    "CredentialSummary",
     "ConnectionState",
     "ConnectionsReport",
     "EmptyPool",

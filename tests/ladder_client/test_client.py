@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from ladder import models as m
+from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
+from ladder.services.credentials import credential_import
 from ladder.services.tokens import gateway_token_create
 from ladder_client import (
     Candidate,
@@ -523,3 +526,32 @@ def test_it_imports_of_the_ladder_only_its_wire_shapes_and_neither_django_nor_li
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# --- credentials ------------------------------------------------------------------------------
+
+
+def test_it_borrows_a_ladder_owned_token_and_pushes_a_gateway_owned_one(
+    ladder: Ladder, upstream: FakeUpstream, control: FakeUpstreamControl
+) -> None:
+    m.Connection.objects.filter(pk=PLAN).update(base_url=upstream.url_for("claude-oauth", PLAN))
+    minted = control.mint_login("claude-oauth", lifetime_s=3600)
+    credential_import(connection_id=PLAN, text=json.dumps(minted["file"]), owner="ladder")
+    m.Connection.objects.create(id="pushed", provider="claude", auth_type="oauth", credential_owner="gateway")
+    token = gateway_token_create(name="borrower", scope_resolve=False, scope_credentials=True)[1]
+    expires_at = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=2)
+
+    with LadderClient(ladder.url, token) as client:
+        borrowed = client.credential(PLAN)
+        stored = client.push_credential(
+            "pushed", "gw-access-token-0123456789", expires_at, account_id="acct-1"
+        )
+        with pytest.raises(LadderError) as refused:
+            client.credential("pushed")  # the gateway owns it: the ladder lends nothing
+
+    assert borrowed.access_token == minted["access_token"]
+    assert borrowed.expires_at is not None
+    assert borrowed.expires_at > datetime.now(UTC)
+    assert (stored.owner, stored.expires_at, stored.account_id) == ("gateway", expires_at, "acct-1")
+    assert (refused.value.status, refused.value.code) == (409, "credential_not_owned")
+    assert control.token_record()["summary"]["redemptions"] == 0  # lent as it was, never refreshed
