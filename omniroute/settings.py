@@ -195,6 +195,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            "libraries": {"ladder_dashboard": "ladder.dashboard.templatetags"},
         },
     },
 ]

@@ -16,8 +16,6 @@ from urllib.parse import quote, urlencode
 
 from django.db.models import Count, Prefetch, Sum
 from django.urls import reverse
-from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
 from msgspec.structs import replace
 
 from ladder import models as m
@@ -120,24 +118,6 @@ class WindowView:
     @property
     def pct_label(self) -> str:
         return pct_label(self.remaining_pct)
-
-    @property
-    def bar_svg(self) -> SafeString:
-        """The remaining-% bar with the reserve (exit cutoff → cutoff) and the hysteresis band (cutoff →
-        floor) drawn on it; numbers and an escaped label only."""
-        cutoff, floor = self.cutoff_x, self.floor_x
-        reserve = ""
-        if self.reserve_pct is not None and self.cutoff_pct > self.exit_cutoff_pct:
-            x = f"{self.exit_cutoff_pct:.2f}"
-            reserve = f'<rect class="reserve" x="{x}" y="0" width="{self.reserve_w}" height="10"/>'
-        return mark_safe(  # noqa: S308 - every interpolated value is a number or escaped
-            '<svg class="bar" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" '
-            f'aria-label="{escape(self.aria)}"><rect class="track" x="0" y="0" width="100" height="10"/>'
-            f'<rect class="fill" x="0" y="0" width="{self.fill_x}" height="10"/>{reserve}'
-            f'<rect class="band" x="{cutoff}" y="0" width="{self.band_w}" height="10"/>'
-            f'<line class="cutoff" x1="{cutoff}" x2="{cutoff}" y1="0" y2="10"/>'
-            f'<line class="floor" x1="{floor}" x2="{floor}" y1="0" y2="10"/></svg>'
-        )
 
     @property
     def fill_x(self) -> str:
