@@ -193,6 +193,7 @@ def _live_sql() -> str:
             col(w, "reset_at"),
             col(w, "scope_models"),
             col(w, "latched"),
+            col(w, "exhausts_at"),
         ]
     )
     return (
@@ -219,7 +220,7 @@ def live_state_since(live: int) -> dict[str, LiveState]:
         cid = row[0]
         if cid not in heads:
             heads[cid] = row[1:8]
-        name, remaining_pct, reset_at, scope_models, latched = row[8:]
+        name, remaining_pct, reset_at, scope_models, latched, exhausts_at = row[8:]
         if name is not None:
             windows[cid].append(
                 Window(
@@ -228,6 +229,7 @@ def live_state_since(live: int) -> dict[str, LiveState]:
                     reset_at=_aware(reset_at),
                     scope_models=_json_list(scope_models),
                     latched=bool(latched),
+                    exhausts_at=_aware(exhausts_at),
                 )
             )
     found: dict[str, LiveState] = {}

@@ -180,6 +180,24 @@ def test_it_sees_a_reading_written_since_without_loading_the_state_again(loads: 
 
 
 @pytest.mark.django_db
+def test_it_keeps_the_forecast_of_a_reading_merged_since(loads: list[int]) -> None:
+    plan("c1")
+    cache = SnapshotCache()
+    cache.get(NOW)
+
+    for minutes_ago, remaining in ((10, 60.0), (0, 40.0)):  # 2 % a minute: 2 % left in 19 min
+        fetched_at = NOW - timedelta(minutes=minutes_ago)
+        reading = Reading(fetched_at=fetched_at, windows=(Window("5h", remaining, IN_2H),), source="headers")
+        reading_record(connection_id="c1", reading=reading, now=NOW)
+
+    merged = cache.get(NOW).connections_by_id["c1"].reading
+    assert merged is not None
+    assert merged.windows[0].exhausts_at == NOW + timedelta(minutes=19)
+    assert len(loads) == 1
+    assert_same_as_a_full_load(cache.get(NOW))
+
+
+@pytest.mark.django_db
 @pytest.mark.usefixtures("_no_refresh")
 def test_it_sees_the_latch_and_cooldown_of_a_quota_exhaustion_at_once(loads: list[int]) -> None:
     plan()
