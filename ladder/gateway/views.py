@@ -405,6 +405,8 @@ def connection_detail(request: HttpRequest, connection_id: str) -> HttpResponse:
 def connection_credential(request: HttpRequest, connection_id: str) -> JsonResponse:
     """GET: a ladder-owned access token (refreshed first when due); PUT: a gateway-owned one's new
     token. Every call is recorded (token name, time), never the value; rate-limited per token."""
+    if not CONNECTION_ID_RE.match(connection_id):
+        raise _connection_not_found(connection_id)  # before any query or record names it
     connection_allowed(request, connection_id)
     token = request.gateway_token  # type: ignore[attr-defined]
     action = "put" if request.method == "PUT" else "get"
@@ -429,6 +431,9 @@ def connection_credential(request: HttpRequest, connection_id: str) -> JsonRespo
         raise ApiError(exc.status, exc.code, exc.message, field=exc.field, headers=headers) from None
     except ApiError as exc:
         outcome = exc.code
+        raise
+    except Exception:
+        outcome = "error"  # answered by api_view (503 or 500): never recorded as "ok"
         raise
     finally:
         if outcome != "rate_limited":

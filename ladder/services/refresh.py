@@ -548,9 +548,12 @@ def _reauth(outcome: Outcome, *, claim_until: datetime, client: httpx.Client) ->
     )
     if result.outcome == credentials.REFUSED:
         return dataclasses.replace(outcome, needs_reauth=True)
-    if result.outcome not in (credentials.REFRESHED, credentials.FRESH):
+    if result.outcome in (credentials.TRANSIENT, credentials.IN_PROGRESS, credentials.CAS_LOST):
+        # The refresh may still succeed: a transient poll failure, retried soon (not disabled).
         failure = Failure("upstream_error", detail=f"401 on poll; credential refresh {result.outcome}")
         return dataclasses.replace(outcome, error=FetchError(failure, status=401, transient=True))
+    if result.outcome not in (credentials.REFRESHED, credentials.FRESH):
+        return outcome  # nothing to refresh with (failed, no refresh token, not ours): the 401 stands
     jobs = jobs_load([job.connection_id], claim_until=claim_until)
     if not jobs:
         return outcome

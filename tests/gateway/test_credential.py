@@ -91,6 +91,19 @@ def test_it_refuses_what_the_ladder_does_not_own(
     assert_error(creds.get(url("key")), PATH, "GET", 409, "no_credential")
 
 
+@pytest.mark.parametrize("bad_id", ["a%00b", "has%20space", "x" * 65])
+def test_it_answers_404_for_an_id_outside_the_format_and_records_nothing(creds: Api, bad_id: str) -> None:
+    assert_error(creds.get(url(bad_id)), PATH, "GET", 404, "connection_not_found")
+    assert_error(
+        put(creds, bad_id, {"access_token": "t", "expires_at": "2099-01-01T00:00:00Z"}),
+        PATH,
+        "PUT",
+        404,
+        "connection_not_found",
+    )
+    assert not m.CredentialAccess.objects.exists()
+
+
 def test_a_refused_refresh_token_answers_needs_reauth(
     creds: Api, upstream: FakeUpstream, control: FakeUpstreamControl, client: Client
 ) -> None:

@@ -170,6 +170,24 @@ def test_a_401_with_a_refused_refresh_token_is_needs_reauth(
     assert (row.enabled, row.disabled_reason) == (False, "needs_reauth")
 
 
+def test_a_401_with_nothing_to_refresh_with_disables_at_once(
+    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
+) -> None:
+    login(control, upstream, "c1", "claude-oauth", lifetime_s=2)
+    Connection.objects.filter(pk="c1").update(refresh_ciphertext="")  # the refresh token is gone
+    time.sleep(2.2)  # the fake's access token expires; its usage endpoint answers 401
+
+    now = timezone.now()
+    assert connections_claim(connection_ids=["c1"], now=now, lease_s=60) == ["c1"]
+    result = connection_refresh(connection_id="c1", claim_until=claim_deadline(now, 60), client=client)
+
+    # Not a transient failure retried forever with a dead token: the 401 stands (DESIGN L7).
+    assert result == "auth_failed"
+    row = Connection.objects.get(pk="c1")
+    assert (row.enabled, row.disabled_reason) == (False, "auth_failed")
+    assert ok_redemptions(control) == 0
+
+
 def test_the_ladder_never_refreshes_a_gateway_owned_credential(
     upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
 ) -> None:
