@@ -120,6 +120,9 @@ def failure_record(
                 # Every named window is spent: the connection is back only when the last one resets.
                 reset_at = window_reset if window_reset is not None else reset_at
             latched = tuple(w.name for w in spent)
+            if not latched and exhausted is not None:
+                # No window named: every applicable one was latched, and the answer lists them (API.md).
+                latched = tuple(w.name for w in exhausted.windows if w.latched and w.remaining_pct == 0.0)
             cooldown_until = quota_cooldown_until(
                 now=observed_at,
                 level=locked.backoff_level,
@@ -147,7 +150,8 @@ def failure_record(
             # first. The queued poll meets the same 401, refreshes, and polls again; only a refused
             # refresh token (needs_reauth) or a second 401 disables it.
             recheck = True
-        elif failure.classification == "auth_failed":
+        elif failure.classification == "auth_failed" and (locked.enabled or not locked.disabled_reason):
+            # Once disabled, another 401 changes nothing (nor overwrites needs_reauth): no reload.
             locked.enabled = False
             locked.disabled_reason = "auth_failed"
             changed = True
@@ -180,7 +184,7 @@ def failure_record(
             source=source,
             observed_at=observed_at,
         )
-        if failure.classification == "auth_failed":
+        if failure.classification == "auth_failed" and changed:
             bump_state_version()  # disabled: the snapshot itself changed
         elif changed:
             bump_live_version([connection_id])  # a cooldown (and a latch): live state

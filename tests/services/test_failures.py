@@ -138,7 +138,8 @@ def test_it_latches_every_applicable_window_when_none_is_named(monkeypatch: pyte
 
     outcome = record(model="claude-sonnet-4-5")
 
-    assert outcome.window is None
+    assert outcome.window is None  # none was named: the cooldown cannot wait for the last reset
+    assert outcome.windows == ("5h", "7d")  # but the answer lists every window latched (API.md)
     assert latest_windows() == {
         "5h": (0.0, True, IN_2H),
         "7d": (0.0, True, IN_3D),
@@ -345,3 +346,16 @@ def test_it_does_not_believe_a_five_hour_window_resetting_in_2199(caplog: pytest
     assert "connection=c1 window=5h" in message
     assert f"reported={in_2199.isoformat()}" in message
     assert f"clamped={five_hours.isoformat()}" in message
+
+
+@pytest.mark.parametrize("reason", ["auth_failed", "needs_reauth"])
+def test_another_401_on_a_disabled_connection_keeps_its_reason_and_reloads_nothing(reason: str) -> None:
+    claude(enabled=False, disabled_reason=reason)
+    version = selectors.state_version_get()
+
+    outcome = record(status=401)
+
+    assert outcome.classification == "auth_failed"
+    row = m.Connection.objects.get(pk="c1")
+    assert (row.enabled, row.disabled_reason) == (False, reason)  # needs_reauth says what to do
+    assert selectors.state_version_get() == version  # no snapshot reload in every web process
