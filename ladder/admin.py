@@ -263,9 +263,9 @@ class ConnectionForm(ModelForm):
     def save(self, commit: bool = True) -> Connection:
         connection: Connection = super().save(commit=False)
         if self.cleaned_data.get("clear_credential"):
-            connection.set_credential(None)
+            connection.replace_credential(None)
         elif self.cleaned_data.get("credential"):
-            connection.set_credential(self.cleaned_data["credential"])
+            connection.replace_credential(self.cleaned_data["credential"])
         owner = self.cleaned_data.get("credential_owner") or ""
         if self.parsed_credential is not None:
             credentials.credential_apply(

@@ -137,6 +137,10 @@ def validate_above_zero(value: float) -> None:
         raise ValidationError("Ensure this value is greater than 0.", code="min_value")
 
 
+# The disabled reasons that a new credential clears (DESIGN L7).
+CREDENTIAL_REASONS = ("auth_failed", "needs_reauth")
+
+
 class Connection(models.Model):
     id = models.CharField(
         primary_key=True,
@@ -268,6 +272,17 @@ class Connection(models.Model):
     def set_credential(self, plaintext: str | None) -> None:
         """Encrypt and keep plaintext (None or "" clears it). The caller saves."""
         self.credential_ciphertext = encrypt_credential(plaintext) if plaintext else ""
+
+    def replace_credential(self, plaintext: str | None) -> None:
+        """An operator's new plain credential (a key, or a token pasted by hand). The old login's
+        refresh token and expiry do not belong to it: dropped, so no refresh overwrites the new one.
+        A new credential clears auth_failed and needs_reauth (DESIGN L7). The caller saves."""
+        self.set_credential(plaintext)
+        self.refresh_ciphertext = ""
+        self.credential_expires_at = None
+        if plaintext and self.disabled_reason in CREDENTIAL_REASONS:
+            self.enabled = True
+            self.disabled_reason = None
 
     def get_credential(self) -> str | None:
         if not self.credential_ciphertext:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from django.core.exceptions import ValidationError
 
@@ -66,6 +68,25 @@ def test_it_sets_and_clears_a_connection_credential() -> None:
 
     services.connection_set_credential(connection_id="c1", credential=None)
     assert Connection.objects.get(pk="c1").get_credential() is None
+
+
+@pytest.mark.parametrize("reason", ["auth_failed", "needs_reauth"])
+def test_a_new_credential_clears_the_reason_and_the_old_logins_refresh_token(reason: str) -> None:
+    Connection.objects.create(
+        id="c1",
+        provider="claude",
+        auth_type="oauth",
+        enabled=False,
+        disabled_reason=reason,
+        refresh_ciphertext="old-family",
+        credential_expires_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+
+    services.connection_set_credential(connection_id="c1", credential="sk-new")
+
+    stored = Connection.objects.get(pk="c1")
+    assert (stored.enabled, stored.disabled_reason) == (True, None)  # DESIGN L7
+    assert (stored.refresh_ciphertext, stored.credential_expires_at) == ("", None)
 
 
 def test_it_refuses_a_credential_for_an_unknown_connection() -> None:

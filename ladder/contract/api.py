@@ -377,6 +377,12 @@ class CredentialAnswer(Answer, frozen=True):
     expires_at: Time | None
     account_id: str | None
 
+    def __repr__(self) -> str:  # a gateway that logs the object must not log the token
+        return (
+            f"CredentialAnswer(access_token='…', expires_at={self.expires_at!r}, "
+            f"account_id={self.account_id!r})"
+        )
+
 
 class CredentialStored(Answer, frozen=True):
     credential: CredentialInfo

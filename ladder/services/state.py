@@ -88,8 +88,17 @@ def connection_set_credential(*, connection_id: str, credential: str | None) -> 
             raise ValidationError({"credential": problem})
     with transaction.atomic():
         connection = Connection.objects.select_for_update().get(pk=connection_id)
-        connection.set_credential(credential)
-        connection.save(update_fields=["credential_ciphertext", "updated_at"])
+        connection.replace_credential(credential)
+        connection.save(
+            update_fields=[
+                "credential_ciphertext",
+                "refresh_ciphertext",
+                "credential_expires_at",
+                "enabled",
+                "disabled_reason",
+                "updated_at",
+            ]
+        )
         bump_state_version()
     return connection
 

@@ -53,3 +53,14 @@ def test_it_imports_no_django() -> None:
 
     code = "import sys, ladder.contract.api; sys.exit(any(m.split('.')[0] == 'django' for m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code], check=False, timeout=60).returncode == 0
+
+
+def test_a_borrowed_credential_never_prints_its_token() -> None:
+    borrowed = msgspec.convert(
+        {"access_token": "sk-ant-oat01-secret", "expires_at": None, "account_id": "acct"},
+        api.CredentialAnswer,
+    )
+
+    assert "secret" not in repr(borrowed)
+    assert "secret" not in f"{borrowed} {[borrowed]}"
+    assert borrowed.access_token == "sk-ant-oat01-secret"  # the token itself is still there to use
