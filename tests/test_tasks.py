@@ -168,7 +168,12 @@ def test_it_purges_history_older_than_the_retention(settings: Any) -> None:
             connection_id="c1", reading=Reading(now - timedelta(days=days), (Window("5h", 50),)), now=now
         )
 
-    assert tasks.readings_purge.apply().get() == {"readings": 2, "failures": 0, "escalations": 0}
+    assert tasks.readings_purge.apply().get() == {
+        "readings": 2,
+        "failures": 0,
+        "escalations": 0,
+        "credential_accesses": 0,
+    }
     assert QuotaReading.objects.count() == 2
 
 
@@ -181,7 +186,12 @@ def test_it_purges_escalation_events_after_their_own_retention(settings: Any) ->
             auto_id="auto/thrifty", from_rung=0, to_rung=3, kind="up", occurred_at=now - timedelta(days=days)
         )
 
-    assert tasks.readings_purge.apply().get() == {"readings": 0, "failures": 0, "escalations": 1}
+    assert tasks.readings_purge.apply().get() == {
+        "readings": 0,
+        "failures": 0,
+        "escalations": 1,
+        "credential_accesses": 0,
+    }
     assert EscalationEvent.objects.count() == 2
 
 

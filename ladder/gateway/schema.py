@@ -50,7 +50,8 @@ ERROR_TEXT = {
     "that cannot be stored)",
     429: "Too many calls for this gateway token (rate_limited); Retry-After says when to come back",
     503: "The database is unavailable; or another process is refreshing the credential "
-    "(refresh_in_progress, with Retry-After)",
+    "(refresh_in_progress, with Retry-After); or the credential expired and its refresh failed for "
+    "now (refresh_failed, with Retry-After)",
 }
 
 

@@ -38,7 +38,14 @@ from ladder.domain.windows import (
     limits_for,
     next_latch,
 )
-from ladder.models import Connection, FailureEvent, LadderConfiguration, QuotaReading, QuotaWindow
+from ladder.models import (
+    Connection,
+    CredentialAccess,
+    FailureEvent,
+    LadderConfiguration,
+    QuotaReading,
+    QuotaWindow,
+)
 from ladder.selectors import connection_poll_floor_s
 from ladder.services.state import bump_live_version
 
@@ -427,4 +434,10 @@ def readings_purge(*, older_than: datetime, chunk_size: int = 2000) -> dict[str,
             QuotaReading.objects.filter(id__in=ids).delete()
         deleted_readings += len(ids)
     deleted_failures, _ = FailureEvent.objects.filter(observed_at__lt=older_than).delete()
-    return {"readings": deleted_readings, "failures": deleted_failures}
+    # The credential API's access record (who fetched or pushed, when) keeps the same retention.
+    deleted_accesses, _ = CredentialAccess.objects.filter(at__lt=older_than).delete()
+    return {
+        "readings": deleted_readings,
+        "failures": deleted_failures,
+        "credential_accesses": deleted_accesses,
+    }

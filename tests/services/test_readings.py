@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from ladder import selectors
 from ladder.domain.types import Reading, Window
-from ladder.models import Connection, FailureEvent, QuotaReading, QuotaWindow
+from ladder.models import Connection, CredentialAccess, FailureEvent, QuotaReading, QuotaWindow
 from ladder.services.readings import ClaimLost, reading_record, readings_purge
 
 pytestmark = pytest.mark.django_db
@@ -290,9 +290,15 @@ def test_it_purges_old_readings_but_keeps_each_connections_latest(connection: Co
         connection_id="c1", status=429, classification="rate_limited", observed_at=NOW
     )
 
+    for at in (old, NOW):
+        CredentialAccess.objects.create(
+            connection_id="c1", token_name="gw", action="get", outcome="ok", at=at
+        )
+
     deleted = readings_purge(older_than=NOW - timedelta(days=30), chunk_size=2)
 
-    assert deleted == {"readings": 3, "failures": 1}
+    assert deleted == {"readings": 3, "failures": 1, "credential_accesses": 1}
+    assert list(CredentialAccess.objects.values_list("at", flat=True)) == [NOW]
     assert set(QuotaReading.objects.values_list("id", flat=True)) == {recent.id, only_c2.id}
     assert set(QuotaWindow.objects.values_list("reading_id", flat=True)) == {recent.id, only_c2.id}
     assert FailureEvent.objects.count() == 1
