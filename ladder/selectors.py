@@ -249,8 +249,8 @@ def live_state_since(live: int) -> dict[str, LiveState]:
 
 
 def snapshot_with_live(snapshot: Snapshot, live: Mapping[str, LiveState]) -> Snapshot:
-    """The snapshot with these connections' live state replaced (ids it does not hold are left out:
-    creating a connection bumps the state version). A new snapshot, with a memo of its own."""
+    """The snapshot with these connections' live state replaced (ids it does not hold are left out;
+    the snapshot cache loads the whole state again for those). A new snapshot, with a memo of its own."""
     if not any(cid in snapshot.connections_by_id for cid in live):
         return snapshot
     connections = tuple(

@@ -43,14 +43,18 @@ class SnapshotCache:
         # A live version that went back (a database replaced under the process) reloads too.
         if entry is not None and entry.version == version and entry.live <= live:
             snapshot = entry.snapshot
-            if live != entry.live:
-                snapshot = selectors.snapshot_with_live(snapshot, selectors.live_state_since(entry.live))
-            spend = selectors.spend_usd(period=snapshot.config.budget_period, now=now)
-            if spend != snapshot.spend_usd:
-                snapshot = snapshot.with_spend(spend)  # shares what the snapshot derived so far
-            if snapshot is not entry.snapshot or live != entry.live:
-                self._entry = _CachedSnapshot(version, live, snapshot)
-            return snapshot
+            changed = selectors.live_state_since(entry.live) if live != entry.live else {}
+            # A live write to a connection the snapshot does not hold (created without a version
+            # bump, e.g. by a script) cannot be merged: the whole state is loaded again instead.
+            if all(cid in snapshot.connections_by_id for cid in changed):
+                if changed:
+                    snapshot = selectors.snapshot_with_live(snapshot, changed)
+                spend = selectors.spend_usd(period=snapshot.config.budget_period, now=now)
+                if spend != snapshot.spend_usd:
+                    snapshot = snapshot.with_spend(spend)  # shares what the snapshot derived so far
+                if snapshot is not entry.snapshot or live != entry.live:
+                    self._entry = _CachedSnapshot(version, live, snapshot)
+                return snapshot
         for attempt in range(1, self.LOAD_TRIES + 1):
             snapshot = selectors.snapshot_load(now=now)
             after, after_live = selectors.state_versions_get()

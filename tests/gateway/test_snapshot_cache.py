@@ -180,6 +180,24 @@ def test_it_sees_a_reading_written_since_without_loading_the_state_again(loads: 
 
 
 @pytest.mark.django_db
+def test_it_loads_again_for_a_live_write_to_a_connection_it_does_not_hold(loads: list[int]) -> None:
+    plan("c1")
+    cache = SnapshotCache()
+    cache.get(NOW)
+    m.Connection.objects.create(id="c9", provider="claude", auth_type="oauth")  # no version bump
+
+    reading_record(
+        connection_id="c9",
+        reading=Reading(fetched_at=NOW, windows=(Window("5h", 50.0, IN_2H),), source="headers"),
+        now=NOW,
+    )
+
+    assert "c9" in cache.get(NOW).connections_by_id  # never resolved as unknown_connection
+    assert len(loads) == 2
+    assert_same_as_a_full_load(cache.get(NOW))
+
+
+@pytest.mark.django_db
 def test_it_keeps_the_forecast_of_a_reading_merged_since(loads: list[int]) -> None:
     plan("c1")
     cache = SnapshotCache()
@@ -246,6 +264,7 @@ def test_it_loads_the_state_again_when_a_connection_is_disabled(loads: list[int]
 @pytest.mark.django_db
 def test_it_merges_a_connection_without_reading_or_without_windows(loads: list[int]) -> None:
     plan("c1")
+    make_connection("c2")
     cache = SnapshotCache()
     cache.get(NOW)
 
@@ -254,14 +273,13 @@ def test_it_merges_a_connection_without_reading_or_without_windows(loads: list[i
         reading=Reading(fetched_at=NOW, windows=(), source="poll", verifiable=False, note="renamed"),
         now=NOW,
     )
-    make_connection("c2", bump=False)
     bump_live_version(["c2"])  # a cooldown cleared, say: stamped, with no reading at all
 
     snapshot = cache.get(NOW)
     assert snapshot.connections_by_id["c1"].reading == Reading(
         fetched_at=NOW, windows=(), source="poll", verifiable=False, note="renamed"
     )
-    assert "c2" not in snapshot.connections_by_id  # created: that takes a state version bump
+    assert snapshot.connections_by_id["c2"].reading is None
     assert len(loads) == 1
 
 
