@@ -14,6 +14,7 @@ from decimal import Decimal
 from functools import cache
 from typing import Any, cast
 
+import msgspec
 import redis
 from django.conf import settings
 from django.db import connection as db_connection
@@ -264,21 +265,8 @@ def snapshot_with_live(snapshot: Snapshot, live: Mapping[str, LiveState]) -> Sna
 def connection_with_live(
     connection: Connection, cooldown_until: datetime | None, reading: Reading | None
 ) -> Connection:
-    return Connection(
-        id=connection.id,
-        provider=connection.provider,
-        auth_type=connection.auth_type,
-        keyless=connection.keyless,
-        enabled=connection.enabled,
-        disabled_reason=connection.disabled_reason,
-        base_url=connection.base_url,
-        cooldown_until=cooldown_until,
-        overage_override=connection.overage_override,
-        models=connection.models,
-        reading=reading,
-        poll_interval_s=connection.poll_interval_s,
-        reserve_pct=connection.reserve_pct,
-    )
+    """The connection with its live state replaced; every other field kept as it is."""
+    return msgspec.structs.replace(connection, cooldown_until=cooldown_until, reading=reading)
 
 
 def catalog_entries() -> tuple[CatalogEntry, ...]:
