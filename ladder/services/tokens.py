@@ -7,13 +7,15 @@ import hmac
 import logging
 import re
 import secrets
+from collections.abc import Sequence
 from datetime import datetime, timedelta
+from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Q
 
-from ladder.models import GatewayToken
+from ladder.models import GatewayToken, connection_ids_errors
 from ladder.selectors import gateway_token_by_hash
 
 logger = logging.getLogger(__name__)
@@ -58,9 +60,14 @@ def gateway_token_create(
     scope_resolve: bool = True,
     scope_report: bool = True,
     scope_credentials: bool = False,
+    connection_ids: Sequence[str] = (),
+    spend_ceiling_usd: Decimal | str | None = None,
     value: str | None = None,
 ) -> tuple[GatewayToken, str]:
-    """A new token and its value (shown once). ValidationError names the field at fault."""
+    """A new token and its value (shown once), limited like the admin's: to ``connection_ids``
+    (empty: every connection) and a spend ceiling per budget period (None: none). ValidationError
+    names the field at fault (``name``, ``scopes``, ``connection_ids``, ``spend_ceiling_usd``,
+    ``value``)."""
     name = name.strip()
     if not name:
         raise ValidationError({"name": "a gateway token needs a name"})
@@ -68,10 +75,31 @@ def gateway_token_create(
         raise ValidationError(
             {"scopes": "a gateway token needs at least one scope: resolve, report, credentials"}
         )
+    ids = list(dict.fromkeys(connection_ids))
+    message = connection_ids_errors(ids)
+    if message:
+        raise ValidationError({"connection_ids": message})
     token = GatewayToken(
-        name=name, scope_resolve=scope_resolve, scope_report=scope_report, scope_credentials=scope_credentials
+        name=name,
+        scope_resolve=scope_resolve,
+        scope_report=scope_report,
+        scope_credentials=scope_credentials,
+        connection_ids=ids,
+        spend_ceiling_usd=_spend_ceiling(spend_ceiling_usd),
     )
     return token, gateway_token_issue(token, value=value)
+
+
+def _spend_ceiling(value: Decimal | str | None) -> Decimal | None:
+    """The model field's own checks (a number ≥ 0 with at most 6 decimals and 10 integer digits)."""
+    if value is None or value == "":
+        return None
+    field = GatewayToken._meta.get_field("spend_ceiling_usd")
+    try:
+        ceiling: Decimal = field.clean(value, None)
+    except ValidationError as exc:
+        raise ValidationError({"spend_ceiling_usd": " ".join(exc.messages)}) from None
+    return ceiling
 
 
 def gateway_token_authenticate(*, plaintext: str, now: datetime) -> GatewayToken | None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,48 @@ def test_it_refuses_an_existing_name_with_another_value() -> None:
         run("demo", "--value", "other-value-0123456789")
     with pytest.raises(CommandError, match="already exists"):
         run("demo")
+
+
+def test_it_limits_a_token_as_the_admin_can() -> None:
+    printed = run(
+        "borrower",
+        "--scopes",
+        "credentials,report",
+        "--connections",
+        "claude-1, codex-2 claude-1",
+        "--spend-ceiling",
+        "25.50",
+    )
+
+    token = m.GatewayToken.objects.get(name="borrower")
+    assert (token.scope_resolve, token.scope_report, token.scope_credentials) == (False, True, True)
+    assert token.connection_ids == ["claude-1", "codex-2"]
+    assert token.spend_ceiling_usd == Decimal("25.5")
+    assert "scopes report,credentials, connections claude-1, codex-2, spend ceiling $25.50)" in printed
+
+
+def test_it_leaves_a_token_unlimited_by_default() -> None:
+    run("plain")
+
+    token = m.GatewayToken.objects.get(name="plain")
+    assert (token.connection_ids, token.spend_ceiling_usd, token.scope_credentials) == ([], None, False)
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (("--connections", "ok-1,bad/id"), "--connections"),
+        (("--spend-ceiling", "-1"), "--spend-ceiling"),
+        (("--spend-ceiling", "lots"), "--spend-ceiling"),
+        (("--spend-ceiling", "NaN"), "--spend-ceiling"),
+        (("--spend-ceiling", "0.0000001"), "--spend-ceiling"),
+    ],
+)
+def test_it_names_the_option_at_fault(args: tuple[str, ...], option: str) -> None:
+    with pytest.raises(CommandError, match=f"^{option}: "):
+        run("x", *args)
+
+    assert not m.GatewayToken.objects.exists()
 
 
 @pytest.mark.parametrize("scopes", ["admin", "", "resolve,delete"])

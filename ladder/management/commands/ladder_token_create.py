@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import re
 from argparse import ArgumentParser
 from typing import Any
 
@@ -11,6 +12,15 @@ from django.core.management.base import BaseCommand, CommandError
 
 from ladder.models import GatewayToken
 from ladder.services.tokens import SCOPES, gateway_token_create, gateway_token_hash
+
+# A field of gateway_token_create's ValidationError → the option that set it.
+OPTION_OF = {
+    "scopes": "--scopes",
+    "connection_ids": "--connections",
+    "spend_ceiling_usd": "--spend-ceiling",
+    "value": "--value",
+    "name": "name",
+}
 
 
 def parse_scopes(value: str) -> set[str]:
@@ -30,7 +40,22 @@ class Command(BaseCommand):
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("name", help="the token's name, e.g. omniroute-prod")
         parser.add_argument(
-            "--scopes", default="resolve,report", help="resolve, report or both (comma-separated)"
+            "--scopes",
+            default="resolve,report",
+            help=f"comma-separated, any of: {', '.join(SCOPES)} (credentials: fetch ladder-owned access "
+            "tokens and push gateway-owned ones). Default: resolve,report",
+        )
+        parser.add_argument(
+            "--connections",
+            default="",
+            help="the connection ids this token may report on and read, separated by commas or spaces "
+            "(another one is refused with 403 connection_not_allowed). Default: every connection",
+        )
+        parser.add_argument(
+            "--spend-ceiling",
+            default=None,
+            metavar="USD",
+            help="USD of budgeted usage this token may report per budget period. Default: no ceiling",
         )
         parser.add_argument(
             "--value", help="use this value instead of a generated one (16–256 printable chars)"
@@ -58,12 +83,25 @@ class Command(BaseCommand):
                 scope_resolve="resolve" in scopes,
                 scope_report="report" in scopes,
                 scope_credentials="credentials" in scopes,
+                connection_ids=[part for part in re.split(r"[\s,]+", options["connections"]) if part],
+                spend_ceiling_usd=options["spend_ceiling"],
                 value=value,
             )
         except ValidationError as exc:
-            messages = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items())
+            messages = "; ".join(
+                f"{OPTION_OF.get(field, field)}: {' '.join(errors)}"
+                for field, errors in exc.message_dict.items()
+            )
             raise CommandError(messages) from None
-        self.stdout.write(self.style.SUCCESS(f"gateway token {token.name} (scopes {label}): {plaintext}"))
+        limits = "".join(
+            (
+                f", connections {', '.join(token.connection_ids)}" if token.connection_ids else "",
+                f", spend ceiling ${token.spend_ceiling_usd}" if token.spend_ceiling_usd is not None else "",
+            )
+        )
+        self.stdout.write(
+            self.style.SUCCESS(f"gateway token {token.name} (scopes {label}{limits}): {plaintext}")
+        )
 
     @staticmethod
     def _scopes(token: GatewayToken) -> str:
