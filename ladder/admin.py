@@ -40,6 +40,7 @@ from ladder.models import (
 )
 from ladder.services import credentials
 from ladder.services.credentials import (
+    CREDENTIAL_FIELDS,
     ROTATING_OWNER_HELP,
     Credential,
     CredentialFileError,
@@ -171,6 +172,26 @@ def https_url_formfield(field: Any, **kwargs: Any) -> Any:
     return field.formfield(**kwargs)
 
 
+# What workers write while an operator has the page open: the form keeps the values it showed (hidden
+# initial inputs), so a field the operator did not touch counts as unchanged and is not written back.
+LIVE_FIELDS = (
+    "enabled",
+    "disabled_reason",
+    "cooldown_until",
+    "backoff_level",
+    "next_refresh_at",
+    "claimed_until",
+)
+# What a new plain credential (typed, or cleared) writes: Connection.replace_credential's columns.
+PLAIN_CREDENTIAL_FIELDS = [
+    "credential_ciphertext",
+    "refresh_ciphertext",
+    "credential_expires_at",
+    "enabled",
+    "disabled_reason",
+]
+
+
 class ConnectionForm(ModelForm):
     credential = forms.CharField(
         required=False,
@@ -213,6 +234,13 @@ class ConnectionForm(ModelForm):
             "next_refresh_at",
             "claimed_until",
         )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in LIVE_FIELDS:
+            if name in self.fields:
+                self.fields[name].show_hidden_initial = True
+        self.credential_columns: list[str] = []
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -262,23 +290,43 @@ class ConnectionForm(ModelForm):
 
     def save(self, commit: bool = True) -> Connection:
         connection: Connection = super().save(commit=False)
+        columns: list[str] = []
         if self.cleaned_data.get("clear_credential"):
             connection.replace_credential(None)
+            columns += PLAIN_CREDENTIAL_FIELDS
         elif self.cleaned_data.get("credential"):
             connection.replace_credential(self.cleaned_data["credential"])
+            columns += PLAIN_CREDENTIAL_FIELDS
         owner = self.cleaned_data.get("credential_owner") or ""
         if self.parsed_credential is not None:
             credentials.credential_apply(
                 connection=connection, credential=self.parsed_credential, owner=owner, now=timezone.now()
             )
+            columns += CREDENTIAL_FIELDS
         elif owner and owner != connection.credential_owner:
             connection.credential_owner = owner
+            columns.append("credential_owner")
             if owner != "ladder":
                 connection.refresh_ciphertext = ""  # the ladder never redeems a token it does not own
+                columns.append("refresh_ciphertext")
+        self.credential_columns = columns
         if commit:
-            connection.save()
+            if connection._state.adding:
+                connection.save()
+            else:
+                connection.save(update_fields=self.update_fields())
             self.save_m2m()
         return connection
+
+    def update_fields(self) -> list[str]:
+        """What saving an edit writes: the fields the operator changed, and the credential's columns
+        only when the credential itself was set, cleared or handed to another owner. Nothing else:
+        a refresh token a worker rotated after the page was loaded (or while this request ran) is
+        never written back from the stale copy, nor a claim, a cooldown or a needs_reauth that the
+        form merely showed (issue 17)."""
+        columns = {field.name for field in Connection._meta.concrete_fields if not field.primary_key}
+        edited = [name for name in self.changed_data if name in columns]
+        return list(dict.fromkeys([*edited, *self.credential_columns, "updated_at"]))
 
 
 @admin.register(Connection)
@@ -361,6 +409,14 @@ class ConnectionAdmin(VersionBumpingAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         fields = tuple(super().get_readonly_fields(request, obj))
         return (*fields, "id") if obj is not None else fields
+
+    def save_model(self, request: HttpRequest, obj: Connection, form: Any, change: bool) -> None:
+        """An edit writes only what it changed (ConnectionForm.update_fields); never a full row."""
+        if change:
+            obj.save(update_fields=form.update_fields())
+        else:
+            obj.save()
+        services.bump_state_version()
 
     @admin.display(description="credential")
     def credential_stored(self, obj: Connection) -> str:

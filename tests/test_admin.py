@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+import httpx
 import pytest
 from django.db import connection as db_connection
 from django.test import Client
@@ -13,6 +14,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ladder import selectors
+from ladder.admin import ConnectionForm
+from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.models import (
     BillingCatalogEntry,
     Connection,
@@ -24,6 +27,7 @@ from ladder.models import (
     StateVersion,
     UsageEvent,
 )
+from ladder.services.credentials import credential_import, credential_refresh
 
 pytestmark = pytest.mark.django_db
 
@@ -487,3 +491,93 @@ def test_it_names_the_field_of_a_bad_pasted_file(admin_client: Client, rows: dic
     assert "claudeAiOauth.expiresAt: expected a number of milliseconds" in response.content.decode()
     stored = Connection.objects.get(pk=rows["connection"].pk)
     assert (stored.get_credential(), stored.credential_owner) == (SECRET, "static")
+
+
+# --- stale forms never write back a rotated credential (issue 17) ------------------------------
+
+
+def ladder_owned(upstream: FakeUpstream, control: FakeUpstreamControl) -> tuple[str, dict[str, Any]]:
+    base_url = upstream.url_for("claude-oauth", "c1")
+    Connection.objects.create(id="c1", provider="claude", auth_type="oauth", base_url=base_url)
+    minted = control.mint_login("claude-oauth", lifetime_s=600)
+    credential_import(connection_id="c1", text=json.dumps(minted["file"]), owner="ladder")
+    return base_url, minted
+
+
+def rotate(connection_id: str) -> None:
+    """A worker's refresh: the single-use refresh token is redeemed and the rotated one written back."""
+    with httpx.Client() as http:
+        assert credential_refresh(connection_id=connection_id, client=http, force=True).outcome == "refreshed"
+
+
+def test_it_keeps_a_refresh_token_rotated_while_the_form_is_saved(
+    admin_client: Client,
+    upstream: FakeUpstream,
+    control: FakeUpstreamControl,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    base_url, minted = ladder_owned(upstream, control)
+    url = reverse("admin:ladder_connection_change", args=["c1"])
+    assert admin_client.get(url).status_code == 200  # the operator opens the page
+    clean = ConnectionForm.clean
+
+    def clean_then_rotate(form: ConnectionForm) -> dict[str, Any]:
+        cleaned = clean(form)
+        rotate("c1")  # after the admin loaded the row, before it is saved
+        return cleaned
+
+    monkeypatch.setattr(ConnectionForm, "clean", clean_then_rotate)
+    response = admin_client.post(url, connection_form(position="7", base_url=base_url))
+    monkeypatch.undo()
+
+    assert response.status_code == 302
+    row = Connection.objects.get(pk="c1")
+    assert row.position == 7
+    assert row.get_credential() != minted["access_token"]
+    # The stored refresh token is the rotated one: the next refresh redeems it, nothing is reused.
+    rotate("c1")
+    summary = control.token_record()["summary"]
+    assert (summary["ok"], summary["reused"], summary["revoked"]) == (2, 0, 0), summary
+    assert Connection.objects.get(pk="c1").disabled_reason is None
+
+
+def test_it_writes_back_no_live_state_the_form_only_showed(
+    admin_client: Client, upstream: FakeUpstream, control: FakeUpstreamControl
+) -> None:
+    base_url, _ = ladder_owned(upstream, control)
+    url = reverse("admin:ladder_connection_change", args=["c1"])
+    page = admin_client.get(url).content.decode()
+    assert 'name="initial-enabled"' in page  # what the page showed goes back with the form
+    # Meanwhile a worker disables the connection and claims its poll.
+    claimed = timezone.now() + timedelta(minutes=1)
+    Connection.objects.filter(pk="c1").update(
+        enabled=False, disabled_reason="needs_reauth", claimed_until=claimed
+    )
+    shown = {
+        "initial-enabled": "on",
+        "initial-disabled_reason": "",
+        "initial-backoff_level": "0",
+        "initial-cooldown_until_0": "",
+        "initial-cooldown_until_1": "",
+        "initial-next_refresh_at_0": "",
+        "initial-next_refresh_at_1": "",
+        "initial-claimed_until_0": "",
+        "initial-claimed_until_1": "",
+    }
+
+    response = admin_client.post(url, {**connection_form(position="3", base_url=base_url), **shown})
+
+    assert response.status_code == 302
+    row = Connection.objects.get(pk="c1")
+    assert (row.position, row.enabled, row.disabled_reason) == (3, False, "needs_reauth")
+    assert row.claimed_until == claimed
+    # What the operator does change is written.
+    admin_client.post(
+        url,
+        {
+            **connection_form(position="3", base_url=base_url, disabled_reason=""),
+            **shown,
+            "initial-disabled_reason": "needs_reauth",
+        },
+    )
+    assert Connection.objects.get(pk="c1").disabled_reason is None

@@ -20,6 +20,22 @@ from ladder.domain.windows import FUTURE_TOLERANCE_S
 from ladder.services import bump_state_version
 
 WINDOW_NAME_MAX = m.QuotaWindow._meta.get_field("name").max_length or 64
+# What a state file sets on an existing connection; its credential stays as it is in the database.
+IMPORTED_CONNECTION_FIELDS = [
+    "provider",
+    "auth_type",
+    "keyless",
+    "enabled",
+    "disabled_reason",
+    "base_url",
+    "cooldown_until",
+    "overage_override",
+    "models",
+    "min_poll_interval_s",
+    "reserve_pct",
+    "position",
+    "updated_at",
+]
 
 
 @dataclass
@@ -133,7 +149,10 @@ def state_import(*, data: Any, replace: bool = False) -> ImportSummary:
             conn_row.reserve_pct = connection.reserve_pct
             conn_row.position = index
             _full_clean(conn_row, f"connections[{index}]", exclude_unique=True)
-            conn_row.save()
+            if conn_row._state.adding:
+                conn_row.save()
+            else:  # never the credential's columns: a refresh may rotate them meanwhile (issue 17)
+                conn_row.save(update_fields=IMPORTED_CONNECTION_FIELDS)
             connection_ids.add(conn_row.pk)
             summary.add("connections")
             if connection.reading is not None:

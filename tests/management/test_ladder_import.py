@@ -11,6 +11,8 @@ from django.core.management import CommandError, call_command
 
 from ladder import models as m
 from ladder.contract.state import parse_state
+from ladder.security.crypto import decrypt_credential, encrypt_credential
+from ladder.services import imports
 from tests.conftest import SHARED
 
 VECTORS = sorted((SHARED / "acceptance" / "vectors").glob("*.json"))
@@ -105,6 +107,33 @@ def test_it_keeps_rows_absent_from_the_file_unless_replace(tmp_path: Path) -> No
     assert set(m.Connection.objects.values_list("id", flat=True)) == {"kept", "new"}
     call_command("ladder_import", path, replace=True, stdout=io.StringIO())
     assert set(m.Connection.objects.values_list("id", flat=True)) == {"new"}
+
+
+@pytest.mark.django_db
+def test_it_keeps_a_credential_rotated_while_it_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    connection = m.Connection(id="c1", provider="claude", auth_type="oauth", credential_owner="ladder")
+    connection.set_credential("old-access-token")
+    connection.save()
+    clean = imports._full_clean
+
+    def clean_then_rotate(row: Any, path: str, **kwargs: Any) -> None:
+        clean(row, path, **kwargs)
+        if isinstance(row, m.Connection):  # a refresher writes back after the import read the row
+            m.Connection.objects.filter(pk="c1").update(
+                credential_ciphertext=encrypt_credential("rotated-access-token"),
+                refresh_ciphertext=encrypt_credential("rotated-refresh-blob"),
+            )
+
+    monkeypatch.setattr(imports, "_full_clean", clean_then_rotate)
+    path = write_state(tmp_path, {"connections": [{"id": "c1", "provider": "claude", "auth_type": "oauth"}]})
+    call_command("ladder_import", path, stdout=io.StringIO())
+
+    row = m.Connection.objects.get(pk="c1")
+    assert row.get_credential() == "rotated-access-token"
+    assert decrypt_credential(row.refresh_ciphertext) == "rotated-refresh-blob"
+    assert row.credential_owner == "ladder"
 
 
 @pytest.mark.django_db
