@@ -361,6 +361,9 @@ LADDER_CREDENTIAL_LEASE_S = float(os.getenv("LADDER_CREDENTIAL_LEASE_S", "30"))
 LADDER_CREDENTIAL_BEAT_S = max(1, round(float(os.getenv("LADDER_CREDENTIAL_BEAT_S", "30"))))
 # A process that finds another one's refresh in progress waits this long for it before answering.
 LADDER_CREDENTIAL_WAIT_S = float(os.getenv("LADDER_CREDENTIAL_WAIT_S", "5"))
+# A 401 that a gateway reports on a ladder-owned credential schedules one refresh, then no other one
+# until this long after the credential's renewal (DESIGN L7; repeated reports are about the old token).
+LADDER_CREDENTIAL_401_COOLDOWN_S = float(os.getenv("LADDER_CREDENTIAL_401_COOLDOWN_S", "60"))
 # Credential fetches and pushes of the gateway API per gateway token and minute (0: unlimited).
 LADDER_CREDENTIALS_RATE_PER_MIN = envint("LADDER_CREDENTIALS_RATE_PER_MIN", "60")
 

@@ -54,7 +54,7 @@ from ladder.providers import DEFAULT_TIMEOUT, get_adapter
 from ladder.providers.credentials import Credential, CredentialFileError, parse_credential_file
 from ladder.providers.tokens import RefreshFailed, RefreshRefused, redeem_refresh_token
 from ladder.security.crypto import CredentialDecryptionError, decrypt_credential, encrypt_credential
-from ladder.selectors import credential_summary_of
+from ladder.selectors import connection_poll_floor, credential_summary_of
 from ladder.services import hotstate
 from ladder.services.state import bump_state_version
 
@@ -407,6 +407,50 @@ def _mark_needs_reauth(connection_id: str, *, until: datetime, why: str) -> None
 
     _persist(disable)
     logger.error("credential refresh connection=%s outcome=needs_reauth: %s", connection_id, why)
+
+
+# --- a 401 that a gateway reports ------------------------------------------------------------
+
+
+def credential_refresh_after_401(*, connection: Connection, now: datetime) -> bool:
+    """DESIGN L7 as amended, for a 401 that a gateway reports on a credential the ladder owns: one
+    refresh and a verifying poll, recorded in the database rather than only queued (a queued poll
+    can be dropped: Redis down, the poll floor, a lost task).
+
+    - The access token the report met is marked expired (``credential_expires_at = now``, a
+      conditional UPDATE that holds only while that token is still the stored one), so the credential
+      beat redeems the refresh token once, under its usual claim and compare-and-set.
+    - The next poll is brought forward to the earliest the poll floor allows (never past a poll
+      backed off after the usage endpoint's own 429): the verifying poll. Only a second 401 there,
+      after the refresh, or a refused refresh token disables the connection.
+
+    Bounded: while the credential is already marked, or within ``LADDER_CREDENTIAL_401_COOLDOWN_S``
+    of its last renewal (the report is about the token before it), a repeated 401 schedules nothing.
+    Returns whether this report scheduled the refresh (the caller then also queues the poll)."""
+    cooldown = timedelta(seconds=float(settings.LADDER_CREDENTIAL_401_COOLDOWN_S))
+    renewed = connection.credential_updated_at
+    if renewed is not None and renewed > now - cooldown:
+        return False
+    marked = (
+        Connection.objects.filter(
+            pk=connection.pk,
+            credential_owner="ladder",
+            credential_ciphertext=connection.credential_ciphertext,
+        )
+        .exclude(refresh_ciphertext="")
+        .exclude(disabled_reason=NEEDS_REAUTH)
+        .filter(Q(credential_expires_at__isnull=True) | Q(credential_expires_at__gt=now))
+        .update(credential_expires_at=now)
+    )
+    if not marked:
+        return False
+    floor = connection_poll_floor(connection_id=connection.pk, now=now)
+    poll_at = floor[0] if floor is not None else now
+    Connection.objects.filter(pk=connection.pk, poll_backoff_level=0).filter(
+        Q(next_refresh_at__isnull=True) | Q(next_refresh_at__gt=poll_at)
+    ).update(next_refresh_at=poll_at)
+    logger.info("credential connection=%s: a reported 401 marked it for one refresh", connection.pk)
+    return True
 
 
 # --- the beat's sweep ------------------------------------------------------------------------

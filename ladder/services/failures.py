@@ -6,7 +6,9 @@
   exponential backoff clamped to the window's reset (taken from the failure itself, else from the
   latest reading read before anything changed); the backoff level then goes up.
 - rate_limited: a short cooldown (Retry-After, else 5 s × 2^n over the last 5 minutes), no latch.
-- auth_failed: the connection is disabled (disabled_reason "auth_failed") until an operator acts.
+- auth_failed: the connection is disabled (disabled_reason "auth_failed") until an operator acts;
+  but a credential that the ladder owns and can refresh gets one refresh and a verifying poll first
+  (DESIGN L7 as amended: ladder.services.credentials.credential_refresh_after_401).
 - upstream_error: stored only.
 
 Cooldowns and latches are live state (they bump the live version, re-read by the next resolution);
@@ -36,6 +38,7 @@ from ladder.domain.windows import clamp_failure_resets, exhaust_windows
 from ladder.providers.registry import get_adapter
 from ladder.security.crypto import CredentialDecryptionError
 from ladder.security.logredact import strip_secrets
+from ladder.services.credentials import credential_refresh_after_401
 from ladder.services.readings import log_reset_clamps, reading_record
 from ladder.services.refresh import refresh_request
 from ladder.services.state import bump_live_version, bump_state_version
@@ -147,9 +150,10 @@ def failure_record(
             changed = True
         elif failure.classification == "auth_failed" and _ladder_can_refresh(locked):
             # DESIGN L7 as amended: a credential the ladder owns gets one refresh and a verifying poll
-            # first. The queued poll meets the same 401, refreshes, and polls again; only a refused
-            # refresh token (needs_reauth) or a second 401 disables it.
-            recheck = True
+            # first, recorded in the database (the credential beat and the fan-out pick it up if the
+            # queued poll is dropped); a repeated 401 within the cooldown schedules nothing again.
+            # Only a refused refresh token (needs_reauth) or a 401 after the refresh disables it.
+            recheck = credential_refresh_after_401(connection=locked, now=now)
         elif failure.classification == "auth_failed" and (locked.enabled or not locked.disabled_reason):
             # Once disabled, another 401 changes nothing (nor overwrites needs_reauth): no reload.
             locked.enabled = False

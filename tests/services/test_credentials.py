@@ -11,7 +11,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -26,7 +26,13 @@ from ladder.models import Connection
 from ladder.providers import ADAPTERS
 from ladder.services import credentials
 from ladder.services.credentials import credential_import, credential_refresh, credentials_due
-from ladder.services.refresh import claim_deadline, connection_refresh, connections_claim
+from ladder.services.failures import failure_record
+from ladder.services.refresh import (
+    claim_deadline,
+    connection_refresh,
+    connections_claim,
+    connections_claim_due,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -361,33 +367,121 @@ def test_no_secret_reaches_the_log(
         assert secret not in text
 
 
-def test_a_reported_401_on_a_ladder_owned_credential_refreshes_before_disabling(
-    upstream: FakeUpstream,
-    control: FakeUpstreamControl,
-    client: httpx.Client,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from ladder.services.failures import failure_record
-
-    queued: list[list[str]] = []
-    monkeypatch.setattr(
-        "ladder.services.failures.refresh_request",
-        lambda *, connection_ids: queued.append(list(connection_ids)),
+def report_401(connection_id: str, now: datetime) -> None:
+    failure_record(
+        connection_id=connection_id, status=401, headers={}, body=None, model=None, observed_at=now, now=now
     )
-    login(control, upstream, "c1", "claude-oauth", lifetime_s=1)
-    login(control, upstream, "g1", "claude-oauth", owner="gateway", lifetime_s=1)
-    time.sleep(1.2)
+
+
+@pytest.fixture
+def queued(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The polls a reported 401 queues through Redis; none of them runs (a dropped enqueue)."""
+    asked: list[list[str]] = []
+
+    def dropped(*, connection_ids: list[str]) -> list[str]:
+        asked.append(list(connection_ids))
+        return []
+
+    monkeypatch.setattr("ladder.services.failures.refresh_request", dropped)
+    return asked
+
+
+def imported_a_while_ago(*ids: str) -> None:
+    """Out of the reported-401 cooldown, which runs from the credential's last renewal."""
+    Connection.objects.filter(pk__in=ids).update(credential_updated_at=timezone.now() - timedelta(minutes=2))
+
+
+def test_a_reported_401_on_a_ladder_owned_credential_refreshes_before_disabling(
+    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client, queued: list[list[str]]
+) -> None:
+    login(control, upstream, "c1", "claude-oauth", lifetime_s=3 * 3600)
+    login(control, upstream, "g1", "claude-oauth", owner="gateway", lifetime_s=3 * 3600)
+    imported_a_while_ago("c1", "g1")
     now = timezone.now()
+    assert credentials_due(now=now) == []
+    control.advance(3 * 3600 + 1)  # the fake's access tokens expire early: its endpoints answer 401
 
     for cid in ("c1", "g1"):
-        failure_record(
-            connection_id=cid, status=401, headers={}, body=None, model=None, observed_at=now, now=now
-        )
+        report_401(cid, now)
 
     assert queued == [["c1"]]
     assert Connection.objects.get(pk="c1").enabled
     assert Connection.objects.get(pk="g1").disabled_reason == "auth_failed"
-    # The queued refresh: the poll meets the 401, refreshes once, and the verifying poll reads quota.
-    assert connections_claim(connection_ids=["c1"], now=now, lease_s=60) == ["c1"]
+    # The queued poll never ran. The database holds the refresh: the credential beat redeems it once,
+    # and the fan-out's verifying poll reads quota with the new token.
+    assert credentials_due(now=now) == ["c1"]
+    assert credentials.credentials_refresh_due_run(client=client) == Counter({credentials.REFRESHED: 1})
+    assert connections_claim_due(now=now, limit=10, lease_s=60) == ["c1"]
     assert connection_refresh(connection_id="c1", claim_until=claim_deadline(now, 60), client=client) == "ok"
     assert ok_redemptions(control) == 1
+    row = Connection.objects.get(pk="c1")
+    assert (row.enabled, row.disabled_reason) == (True, None)
+
+
+def test_repeated_401_reports_schedule_one_refresh_per_cooldown(
+    upstream: FakeUpstream,
+    control: FakeUpstreamControl,
+    client: httpx.Client,
+    queued: list[list[str]],
+    settings: Any,
+) -> None:
+    settings.LADDER_CREDENTIAL_401_COOLDOWN_S = 60
+    login(control, upstream, "c1", "claude-oauth", lifetime_s=600)
+    imported_a_while_ago("c1")
+    now = timezone.now()
+
+    for _ in range(5):
+        report_401("c1", now)
+    assert queued == [["c1"]]  # marked once: the later reports find it already due
+    assert credentials.credentials_refresh_due_run(client=client)[credentials.REFRESHED] == 1
+    for _ in range(5):  # reports about the old token, within the cooldown of its renewal
+        report_401("c1", timezone.now())
+
+    assert queued == [["c1"]]
+    assert credentials_due(now=timezone.now()) == []
+    assert credentials.credentials_refresh_due_run(client=client) == Counter()
+    assert ok_redemptions(control) == 1
+    # Past the cooldown, a new 401 schedules one refresh again.
+    later = timezone.now() + timedelta(seconds=61)
+    report_401("c1", later)
+    assert queued == [["c1"], ["c1"]]
+    assert credentials_due(now=later) == ["c1"]
+
+
+def test_a_reported_401_brings_the_poll_forward_no_sooner_than_its_floor(
+    upstream: FakeUpstream, control: FakeUpstreamControl, queued: list[list[str]], settings: Any
+) -> None:
+    settings.LADDER_POLL_FLOOR_S = {"claude": 300}
+    login(control, upstream, "c1", "claude-oauth", lifetime_s=600)
+    login(control, upstream, "c2", "claude-oauth", lifetime_s=600)
+    imported_a_while_ago("c1", "c2")
+    now = timezone.now()
+    polled = now - timedelta(seconds=10)
+    far = now + timedelta(hours=2)
+    Connection.objects.filter(pk="c1").update(last_polled_at=polled, next_refresh_at=far)
+    # c2's usage endpoint throttled its poller (Retry-After 2 h): a report does not shorten that.
+    Connection.objects.filter(pk="c2").update(
+        last_polled_at=polled, next_refresh_at=far, poll_backoff_level=2
+    )
+
+    report_401("c1", now)
+    report_401("c2", now)
+
+    assert Connection.objects.get(pk="c1").next_refresh_at == polled + timedelta(seconds=300)
+    assert Connection.objects.get(pk="c2").next_refresh_at == far
+    assert credentials_due(now=now) == ["c1", "c2"]  # the refresh itself is not held back
+
+
+def test_a_401_about_a_token_rotated_meanwhile_schedules_nothing(
+    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
+) -> None:
+    login(control, upstream, "c1", "claude-oauth", lifetime_s=600)
+    imported_a_while_ago("c1")
+    seen = Connection.objects.get(pk="c1")  # what the report's handler read
+    assert credential_refresh(connection_id="c1", client=client, force=True).outcome == credentials.REFRESHED
+    imported_a_while_ago("c1")
+    expires_at = Connection.objects.get(pk="c1").credential_expires_at
+
+    assert not credentials.credential_refresh_after_401(connection=seen, now=timezone.now())
+
+    assert Connection.objects.get(pk="c1").credential_expires_at == expires_at
