@@ -143,8 +143,8 @@ def test_a_reused_refresh_token_disables_as_needs_reauth_without_a_loop(
 def test_a_401_on_a_poll_refreshes_once_then_verifies(
     upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client, kind: str
 ) -> None:
-    login(control, upstream, "c1", kind, lifetime_s=2)
-    time.sleep(2.2)  # the fake's access token expires; its usage endpoint answers 401
+    login(control, upstream, "c1", kind, lifetime_s=600)
+    control.advance(601)  # the fake's access token expires; its usage endpoint answers 401
 
     now = timezone.now()
     assert connections_claim(connection_ids=["c1"], now=now, lease_s=60) == ["c1"]
@@ -179,9 +179,9 @@ def test_a_401_with_a_refused_refresh_token_is_needs_reauth(
 def test_a_401_with_nothing_to_refresh_with_disables_at_once(
     upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
 ) -> None:
-    login(control, upstream, "c1", "claude-oauth", lifetime_s=2)
+    login(control, upstream, "c1", "claude-oauth", lifetime_s=600)
     Connection.objects.filter(pk="c1").update(refresh_ciphertext="")  # the refresh token is gone
-    time.sleep(2.2)  # the fake's access token expires; its usage endpoint answers 401
+    control.advance(601)  # the fake's access token expires; its usage endpoint answers 401
 
     now = timezone.now()
     assert connections_claim(connection_ids=["c1"], now=now, lease_s=60) == ["c1"]
@@ -197,9 +197,9 @@ def test_a_401_with_nothing_to_refresh_with_disables_at_once(
 def test_the_ladder_never_refreshes_a_gateway_owned_credential(
     upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
 ) -> None:
-    login(control, upstream, "c1", "claude-oauth", owner="gateway", lifetime_s=2)
+    login(control, upstream, "c1", "claude-oauth", owner="gateway", lifetime_s=600)
     assert Connection.objects.get(pk="c1").refresh_ciphertext == ""
-    time.sleep(2.2)
+    control.advance(601)  # the fake's access token expires
 
     assert credentials_due(now=timezone.now() + timedelta(days=1)) == []
     assert credential_refresh(connection_id="c1", client=client, force=True).outcome == credentials.NOT_OWNED
@@ -285,7 +285,7 @@ def test_concurrent_refreshers_redeem_each_token_exactly_once(
     for index, kind in enumerate((*ROTATING, "claude-oauth", "codex-chatgpt")):
         login(control, upstream, f"c{index}", kind, lifetime_s=1.0)
     ids = [f"c{index}" for index in range(5)]
-    stop = time.monotonic() + 4.0
+    stop = time.monotonic() + 2.0
     outcomes: Counter[str] = Counter()
     lock = threading.Lock()
     errors: list[BaseException] = []
@@ -347,11 +347,11 @@ def test_no_secret_reaches_the_log(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    minted = login(control, upstream, "c1", "claude-oauth", lifetime_s=2)
+    minted = login(control, upstream, "c1", "claude-oauth", lifetime_s=600)
     credential_refresh(connection_id="c1", client=client, force=True)
     row = Connection.objects.get(pk="c1")
     secrets = [minted["access_token"], minted["refresh_token"], row.get_credential()]
-    time.sleep(2.2)
+    control.advance(601)  # the fake's access token expires
     now = timezone.now()
     connections_claim(connection_ids=["c1"], now=now, lease_s=60)
     connection_refresh(connection_id="c1", claim_until=claim_deadline(now, 60), client=client)
