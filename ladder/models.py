@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator, validate_email
 from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Lower, Trim
@@ -852,6 +852,14 @@ ALERT_DELIVERY_STATUS_CHOICES = [(value, value) for value in ALERT_DELIVERY_STAT
 ALERT_QUIET_PERIOD_DEFAULT_S = 900
 
 
+ALERT_WEBHOOK_KINDS: tuple[str, ...] = ("webhook", "slack", "discord")
+
+
+def alert_email_addresses(text: str) -> list[str]:
+    """An e-mail channel's ``email_to``: addresses separated by commas, semicolons or new lines."""
+    return [part.strip() for part in re.split(r"[,;\n]", text or "") if part.strip()]
+
+
 class AlertChannel(models.Model):
     """Where notifications go: a generic webhook (JSON, HMAC-signed), a Slack- or Discord-compatible
     webhook, or e-mail through Django's mail settings."""
@@ -886,6 +894,39 @@ class AlertChannel(models.Model):
 
     def set_secret(self, plaintext: str) -> None:
         self.secret_ciphertext = encrypt_credential(plaintext) if plaintext else ""
+
+    def clean(self) -> None:
+        """A webhook kind needs an http(s) url and no e-mail; e-mail needs valid addresses and no url;
+        only the generic webhook signs, so only it has a secret."""
+        errors: dict[str, str] = {}
+        if self.kind in ALERT_WEBHOOK_KINDS:
+            if not self.url:
+                errors["url"] = f"A {self.kind} channel needs a url."
+            elif not re.match(r"^https?://[^/\s]", self.url, flags=re.IGNORECASE):
+                errors["url"] = "url must start with http:// or https://."
+            if self.email_to.strip():
+                errors["email_to"] = f"Only an email channel has addresses; a {self.kind} channel has a url."
+        elif self.kind == "email":
+            addresses = alert_email_addresses(self.email_to)
+            bad = [address for address in addresses if not _valid_email(address)]
+            if not addresses:
+                errors["email_to"] = "An email channel needs at least one address in email_to."
+            elif bad:
+                errors["email_to"] = f"Not an e-mail address: {', '.join(bad)}."
+            if self.url:
+                errors["url"] = "An email channel has no url; its addresses go in email_to."
+        if self.secret_ciphertext and self.kind != "webhook":
+            errors["secret"] = "Only a generic webhook channel is signed with a secret."
+        if errors:
+            raise ValidationError(errors)
+
+
+def _valid_email(address: str) -> bool:
+    try:
+        validate_email(address)
+    except ValidationError:
+        return False
+    return True
 
 
 class AlertRule(models.Model):

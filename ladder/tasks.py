@@ -19,6 +19,7 @@ from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
+from ladder.services.alert_delivery import deliveries_sweep, delivery_attempt
 from ladder.services.credentials import credentials_refresh_due_run
 from ladder.services.escalations import escalations_purge
 from ladder.services.readings import readings_purge as readings_purge_service
@@ -108,3 +109,33 @@ def readings_purge(self: Task, retention_days: float | None = None) -> dict[str,
     escalation_days = settings.LADDER_ESCALATION_RETENTION_DAYS  # a float, checked at startup (envdays)
     deleted["escalations"] = escalations_purge(older_than=now - timedelta(days=escalation_days))
     return deleted
+
+
+ALERT_TIME_LIMIT_S = 60
+ALERT_SOFT_TIME_LIMIT_S = 50
+
+
+@shared_task(
+    bind=True,
+    name="ladder.tasks.deliver_alert",
+    soft_time_limit=ALERT_SOFT_TIME_LIMIT_S,
+    time_limit=ALERT_TIME_LIMIT_S,
+    reject_on_worker_lost=True,  # a pool child killed mid-send: the message goes back to the queue
+    **RETRY_OPTIONS,  # acks_late: a message is acknowledged only once its attempt is over
+)
+def deliver_alert(self: Task, delivery_pk: int) -> str:
+    """One attempt to send an alert delivery (ladder.services.alert_delivery): sent, failed, or the
+    next attempt queued with backoff. A copy of a message that another one owns does nothing."""
+    hard, _ = _limits(self)
+    owner = str(self.request.id or f"local-{delivery_pk}")
+    return delivery_attempt(
+        delivery_pk=int(delivery_pk), owner=owner, now=timezone.now(), lease_s=hard
+    ).status
+
+
+@shared_task(
+    bind=True, name="ladder.tasks.alert_deliveries_sweep", soft_time_limit=50, time_limit=60, **RETRY_OPTIONS
+)
+def alert_deliveries_sweep(self: Task) -> int:
+    """The beat's sweep: queue again the pending alert deliveries whose task was lost."""
+    return deliveries_sweep(now=timezone.now())

@@ -367,6 +367,34 @@ LADDER_CREDENTIAL_401_COOLDOWN_S = float(os.getenv("LADDER_CREDENTIAL_401_COOLDO
 # Credential fetches and pushes of the gateway API per gateway token and minute (0: unlimited).
 LADDER_CREDENTIALS_RATE_PER_MIN = envint("LADDER_CREDENTIALS_RATE_PER_MIN", "60")
 
+# --- Alerts (ladder.services.alert_delivery; docs/ALERTS.md) ---
+# Attempts per delivery (the first included); transient faults only (network, HTTP 408/429/5xx, SMTP
+# 4xx) are tried again, after base, 2 x base, 4 x base ... seconds (capped), each with jitter.
+LADDER_ALERT_MAX_ATTEMPTS = max(1, envint("LADDER_ALERT_MAX_ATTEMPTS", "8"))
+LADDER_ALERT_RETRY_BASE_S = float(os.getenv("LADDER_ALERT_RETRY_BASE_S", "10"))
+LADDER_ALERT_RETRY_MAX_S = float(os.getenv("LADDER_ALERT_RETRY_MAX_S", "600"))
+# The beat's sweep of pending deliveries whose task was lost (whole seconds, at least 1).
+LADDER_ALERT_SWEEP_S = max(1, round(float(os.getenv("LADDER_ALERT_SWEEP_S", "60"))))
+# A queued delivery that no worker started within this long (past its countdown) is queued again.
+LADDER_ALERT_QUEUED_S = float(os.getenv("LADDER_ALERT_QUEUED_S", "300"))
+# deliver_alert's time limits; an attempt holds its delivery for the hard one.
+LADDER_ALERT_TIME_LIMIT_S = envint("LADDER_ALERT_TIME_LIMIT_S", "60")
+LADDER_ALERT_SOFT_TIME_LIMIT_S = envint("LADDER_ALERT_SOFT_TIME_LIMIT_S", "50")
+LADDER_ALERT_HTTP_TIMEOUT_S = float(os.getenv("LADDER_ALERT_HTTP_TIMEOUT_S", "10"))
+# `make run` gives this URL a webhook channel ("default-webhook"), made once.
+LADDER_ALERT_WEBHOOK_URL = os.getenv("LADDER_ALERT_WEBHOOK_URL", "")
+# Where the dashboard is reached (https://ladder.example.com): notifications link to it when set.
+LADDER_PUBLIC_URL = os.getenv("LADDER_PUBLIC_URL", "")
+# E-mail channels send through Django's mail settings.
+EMAIL_HOST = os.getenv("EMAIL_HOST", "localhost")
+EMAIL_PORT = envint("EMAIL_PORT", "25")
+EMAIL_HOST_USER = os.getenv("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.getenv("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", "false")
+EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", "false")
+EMAIL_TIMEOUT = float(os.getenv("EMAIL_TIMEOUT", "10"))
+DEFAULT_FROM_EMAIL = os.getenv("DEFAULT_FROM_EMAIL", "ladder@localhost")
+
 CELERY_TASK_DEFAULT_QUEUE = os.getenv("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_ANNOTATIONS = {
     "ladder.tasks.refresh_due": {
@@ -376,6 +404,10 @@ CELERY_TASK_ANNOTATIONS = {
     "ladder.tasks.refresh_connections": {
         "time_limit": LADDER_REFRESH_TIME_LIMIT_S,
         "soft_time_limit": LADDER_REFRESH_SOFT_TIME_LIMIT_S,
+    },
+    "ladder.tasks.deliver_alert": {
+        "time_limit": LADDER_ALERT_TIME_LIMIT_S,
+        "soft_time_limit": LADDER_ALERT_SOFT_TIME_LIMIT_S,
     },
 }
 # Synced by name into django-celery-beat's database scheduler. Every entry expires: a tick no worker
@@ -392,6 +424,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "ladder.tasks.credentials_refresh",
         "schedule": LADDER_CREDENTIAL_BEAT_S,
         "options": {"expires": LADDER_CREDENTIAL_BEAT_S, "expire_seconds": LADDER_CREDENTIAL_BEAT_S},
+    },
+    "ladder-alerts-sweep": {
+        "task": "ladder.tasks.alert_deliveries_sweep",
+        "schedule": LADDER_ALERT_SWEEP_S,
+        "options": {"expires": LADDER_ALERT_SWEEP_S, "expire_seconds": LADDER_ALERT_SWEEP_S},
     },
     "ladder-readings-purge": {
         "task": "ladder.tasks.readings_purge",

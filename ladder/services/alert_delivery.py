@@ -1,0 +1,356 @@
+"""Alert deliveries: one row per (episode, channel, event), sent by Celery at least once.
+
+- ``enqueue_deliveries`` (called by the rules when an episode fires or recovers) and ``enqueue_test``
+  (the "send a test" buttons) create the rows, each with its stable ``delivery_id`` and its body
+  (``payload``, built once), and queue ``ladder.tasks.deliver_alert`` when the transaction commits.
+- ``delivery_attempt`` is one attempt (the task's body): sent, failed for good, or "again in n s"
+  (jittered exponential backoff: transient faults only, ``LADDER_ALERT_MAX_ATTEMPTS`` attempts in all).
+- ``deliveries_sweep`` (the beat, every ``LADDER_ALERT_SWEEP_S``) queues again the pending deliveries
+  whose task was lost: a worker killed mid-delivery, a broker that dropped a message.
+
+Who sends: one owner per delivery, a Redis key ``<prefix>:alert_delivery:<pk>`` that holds the Celery
+task id of the message allowed to attempt it. Queuing sets it when no one holds it (``SET NX``), for
+the countdown plus ``LADDER_ALERT_QUEUED_S``; an attempt starts only when the key is its own or is
+gone, and holds it for the task's hard time limit. A copy of a message (Redis restoring an unacked
+one after its visibility timeout, a sweep racing the commit) finds another owner and does nothing;
+a worker killed mid-send leaves a key that lapses, after which the sweep queues the delivery again —
+so a receiver sees a repeat only when the kill came between its answer and the "sent" being stored,
+and that repeat has the same delivery id. Redis unavailable: the attempt goes ahead (at least once
+wins over at most once) and the sweep waits for Redis.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+import msgspec
+import redis
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from ladder import models as m
+from ladder.contract.alerts import AlertNotification, AlertRuleRef
+from ladder.domain.timefmt import format_utc, format_utc_or_none
+from ladder.services import hotstate
+from ladder.services.alert_senders import DeliveryError, Target, send
+
+logger = logging.getLogger(__name__)
+
+SWEEP_BATCH_MAX = 500
+DEFAULT_CHANNEL_NAME = "default-webhook"
+ERROR_MAX_CHARS = 1000
+
+# Take the key when it is free or already ours; refresh its lifetime. 1: ours now, 0: another's.
+_CLAIM_SCRIPT = """
+local held = redis.call('GET', KEYS[1])
+if (not held) or held == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+# Let the key go only when it is ours.
+_RELEASE_SCRIPT = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    status: str  # "sent", "failed", "retry", "skipped" (another owner, or nothing left to do)
+    retry_in_s: float | None = None
+    error: str = ""
+
+
+# --- creating deliveries ------------------------------------------------------------------------
+
+
+def enqueue_deliveries(*, episode: m.AlertEpisode, event: str, now: datetime) -> list[m.AlertDelivery]:
+    """One delivery of ``event`` ("fired" or "recovered") of ``episode`` per target channel: the rule's
+    enabled channels, or every enabled channel when the rule names none. Idempotent: a delivery that
+    exists for (episode, channel, event) is returned as it is, not sent again. New ones are queued
+    when the current transaction commits."""
+    if event not in ("fired", "recovered"):
+        raise ValueError(f"event: must be 'fired' or 'recovered', got {event!r}")
+    rule = episode.rule
+    chosen = rule.channels.all()
+    channels = list((chosen if chosen.exists() else m.AlertChannel.objects.all()).filter(enabled=True))
+    deliveries: list[m.AlertDelivery] = []
+    created_pks: list[int] = []
+    for channel in channels:
+        delivery, created = _delivery_get_or_create(episode=episode, channel=channel, event=event, now=now)
+        deliveries.append(delivery)
+        if created:
+            created_pks.append(delivery.pk)
+    if created_pks:
+        transaction.on_commit(partial(deliveries_queue, created_pks))
+    return deliveries
+
+
+def enqueue_test(*, channel: m.AlertChannel, now: datetime) -> m.AlertDelivery:
+    """A test notification to ``channel`` (event "test", no episode), queued on commit."""
+    delivery_id = uuid.uuid4()
+    payload = AlertNotification(
+        delivery_id=str(delivery_id),
+        event="test",
+        rule=None,
+        subject="test",
+        summary=f"A test notification from OmniRoute Ladder to the channel {channel.name!r}.",
+        detail={"channel": channel.name, "kind": channel.kind},
+        opened_at=format_utc(now),
+        link=dashboard_link(),
+        channel=channel.name,
+    )
+    delivery = m.AlertDelivery.objects.create(
+        delivery_id=delivery_id,
+        episode=None,
+        channel=channel,
+        event="test",
+        payload=msgspec.to_builtins(payload),
+        created_at=now,
+    )
+    transaction.on_commit(partial(deliveries_queue, [delivery.pk]))
+    return delivery
+
+
+def _delivery_get_or_create(
+    *, episode: m.AlertEpisode, channel: m.AlertChannel, event: str, now: datetime
+) -> tuple[m.AlertDelivery, bool]:
+    found = m.AlertDelivery.objects.filter(episode=episode, channel=channel, event=event).first()
+    if found is not None:
+        return found, False
+    delivery_id = uuid.uuid4()
+    payload = notification_payload(episode=episode, channel=channel, event=event, delivery_id=delivery_id)
+    try:
+        with transaction.atomic():
+            delivery = m.AlertDelivery.objects.create(
+                delivery_id=delivery_id,
+                episode=episode,
+                channel=channel,
+                event=event,
+                payload=payload,
+                created_at=now,
+            )
+    except IntegrityError:  # another process created it between the read and the insert
+        return m.AlertDelivery.objects.get(episode=episode, channel=channel, event=event), False
+    return delivery, True
+
+
+def notification_payload(
+    *, episode: m.AlertEpisode, channel: m.AlertChannel, event: str, delivery_id: uuid.UUID
+) -> dict[str, Any]:
+    rule = episode.rule
+    notification = AlertNotification(
+        delivery_id=str(delivery_id),
+        event=event,  # type: ignore[arg-type]  # checked by the callers
+        rule=AlertRuleRef(name=rule.name, kind=rule.kind),
+        subject=episode.subject,
+        summary=episode.summary,
+        detail=dict(episode.detail or {}),
+        opened_at=format_utc(episode.opened_at),
+        closed_at=format_utc_or_none(episode.closed_at) if event == "recovered" else None,
+        link=dashboard_link(),
+        channel=channel.name,
+    )
+    built: dict[str, Any] = msgspec.to_builtins(notification)
+    return built
+
+
+def dashboard_link() -> str | None:
+    base = str(getattr(settings, "LADDER_PUBLIC_URL", "") or "").rstrip("/")
+    return f"{base}/" if base else None
+
+
+# --- queuing -----------------------------------------------------------------------------------
+
+
+def owner_key(delivery_pk: int) -> str:
+    return f"{hotstate.key_prefix()}:alert_delivery:{delivery_pk}"
+
+
+def deliveries_queue(delivery_pks: Iterable[int], *, countdown_s: float = 0.0) -> list[int]:
+    """Queue a task for each delivery that no message owns yet; returns the pks queued. Never raises:
+    a broker or Redis fault is logged and left to the sweep."""
+    queued: list[int] = []
+    ttl_ms = _ms(countdown_s + float(settings.LADDER_ALERT_QUEUED_S))
+    for pk in delivery_pks:
+        task_id = str(uuid.uuid4())
+        try:
+            if not hotstate.client().set(owner_key(pk), task_id, nx=True, px=ttl_ms):
+                continue  # a message owns it already
+        except hotstate.HotStateUnavailable:
+            pass
+        except (redis.RedisError, OSError) as exc:
+            hotstate.mark_down(exc)
+        if _send_task(pk, task_id=task_id, countdown_s=countdown_s):
+            queued.append(pk)
+    return queued
+
+
+def _send_task(delivery_pk: int, *, task_id: str, countdown_s: float) -> bool:
+    from ladder.tasks import deliver_alert  # tasks import services; enqueue lazily
+
+    try:
+        deliver_alert.apply_async(
+            args=[delivery_pk], task_id=task_id, countdown=countdown_s or None, retry=False
+        )
+    except Exception as exc:  # the broker is down: the sweep queues it again
+        logger.warning("alert delivery %s not queued: %s", delivery_pk, exc)
+        return False
+    return True
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+def _claim(delivery_pk: int, owner: str, hold_s: float) -> bool:
+    try:
+        return bool(hotstate.client().eval(_CLAIM_SCRIPT, 1, owner_key(delivery_pk), owner, _ms(hold_s)))
+    except hotstate.HotStateUnavailable:
+        return True
+    except (redis.RedisError, OSError) as exc:
+        hotstate.mark_down(exc)
+        return True
+
+
+def _release(delivery_pk: int, owner: str) -> None:
+    try:
+        hotstate.client().eval(_RELEASE_SCRIPT, 1, owner_key(delivery_pk), owner)
+    except hotstate.HotStateUnavailable:
+        pass
+    except (redis.RedisError, OSError) as exc:
+        hotstate.mark_down(exc)
+
+
+# --- one attempt ---------------------------------------------------------------------------------
+
+
+def retry_delay_s(attempts: int, *, rng: random.Random | None = None) -> float:
+    """Exponential backoff with jitter, after ``attempts`` attempts: half the step plus a random half
+    (base, 2 × base, 4 × base … up to LADDER_ALERT_RETRY_MAX_S)."""
+    base = float(settings.LADDER_ALERT_RETRY_BASE_S)
+    step = min(float(settings.LADDER_ALERT_RETRY_MAX_S), base * 2 ** max(0, attempts - 1))
+    return step / 2 + (rng or random).uniform(0, step / 2)
+
+
+def delivery_attempt(*, delivery_pk: int, owner: str, now: datetime, lease_s: float) -> AttemptOutcome:
+    """One attempt to send a pending delivery, as the message ``owner`` (a Celery task id) that holds
+    it for ``lease_s``. A transient fault before the last attempt queues the next one, a message with
+    the same task id due after the backoff (the owner keeps the delivery meanwhile)."""
+    if not _claim(delivery_pk, owner, lease_s):
+        return AttemptOutcome("skipped")
+    delivery = m.AlertDelivery.objects.select_related("channel").filter(pk=delivery_pk).first()
+    if delivery is None or delivery.status != "pending":
+        _release(delivery_pk, owner)
+        return AttemptOutcome("skipped")
+    channel = delivery.channel
+    m.AlertDelivery.objects.filter(pk=delivery_pk).update(attempts=F("attempts") + 1)
+    attempts = delivery.attempts + 1
+    max_attempts = max(1, int(settings.LADDER_ALERT_MAX_ATTEMPTS))
+    try:
+        if not channel.enabled and delivery.event != "test":
+            raise DeliveryError(f"channel {channel.name!r} is disabled", transient=False)
+        target = Target(
+            kind=channel.kind,
+            name=channel.name,
+            url=channel.url,
+            secret=channel.secret,
+            email_to=channel.email_to,
+        )
+        send(target, delivery.payload, now=now)
+    except DeliveryError as exc:
+        error, transient = str(exc), exc.transient
+    except Exception as exc:  # a sender's bug or a soft time limit: worth another try, recorded
+        error, transient = f"{type(exc).__name__}: {exc}"[:ERROR_MAX_CHARS], True
+        error = _without_secrets(error, channel)
+    else:
+        m.AlertDelivery.objects.filter(pk=delivery_pk, status="pending").update(
+            status="sent", sent_at=now, last_error=""
+        )
+        _release(delivery_pk, owner)
+        return AttemptOutcome("sent")
+    error = error[:ERROR_MAX_CHARS]
+    if not transient or attempts >= max_attempts:
+        final = error if not transient else f"gave up after {attempts} attempts: {error}"
+        m.AlertDelivery.objects.filter(pk=delivery_pk, status="pending").update(
+            status="failed", last_error=final[:ERROR_MAX_CHARS]
+        )
+        _release(delivery_pk, owner)
+        logger.warning("alert delivery %s to %s failed: %s", delivery.delivery_id, channel.name, final)
+        return AttemptOutcome("failed", error=final)
+    delay_s = retry_delay_s(attempts)
+    m.AlertDelivery.objects.filter(pk=delivery_pk).update(last_error=error)
+    # The next attempt is this owner's message again (the same task id), due in delay_s; lost, the
+    # key lapses and the sweep queues the delivery under a new owner.
+    _claim(delivery_pk, owner, delay_s + float(settings.LADDER_ALERT_QUEUED_S))
+    _send_task(delivery_pk, task_id=owner, countdown_s=delay_s)
+    logger.info(
+        "alert delivery %s to %s: attempt %d failed (%s), again in %.1f s",
+        delivery.delivery_id,
+        channel.name,
+        attempts,
+        error,
+        delay_s,
+    )
+    return AttemptOutcome("retry", retry_in_s=delay_s, error=error)
+
+
+def _without_secrets(text: str, channel: m.AlertChannel) -> str:
+    from ladder.services.alert_senders import scrub
+
+    return scrub(text, Target(kind=channel.kind, name=channel.name, url=channel.url, secret=channel.secret))
+
+
+# --- the sweep -----------------------------------------------------------------------------------
+
+
+def deliveries_sweep(*, now: datetime) -> int:
+    """Queue again the pending deliveries that no message owns (their task was lost), older than one
+    sweep period (younger ones may still be waiting for their transaction's commit). Returns how
+    many were queued; 0 when Redis cannot say who owns what."""
+    try:
+        hotstate.client().ping()
+    except hotstate.HotStateUnavailable:
+        return 0
+    except (redis.RedisError, OSError) as exc:
+        hotstate.mark_down(exc)
+        return 0
+    settled = now - timedelta(seconds=float(settings.LADDER_ALERT_SWEEP_S))
+    pks = list(
+        m.AlertDelivery.objects.filter(status="pending", created_at__lte=settled)
+        .order_by("created_at", "id")
+        .values_list("pk", flat=True)[:SWEEP_BATCH_MAX]
+    )
+    queued = deliveries_queue(pks)
+    if queued:
+        logger.info("alert sweep: queued %d lost deliveries again", len(queued))
+    return len(queued)
+
+
+# --- the default channel of `make run` ------------------------------------------------------------
+
+
+def alert_channel_default_webhook(*, url: str) -> tuple[m.AlertChannel, bool]:
+    """The channel LADDER_ALERT_WEBHOOK_URL asks for, made once (an operator's later edits of it are
+    kept: its url is set only when it is created). Returns (channel, created)."""
+    found = m.AlertChannel.objects.filter(name=DEFAULT_CHANNEL_NAME).first()
+    if found is not None:
+        return found, False
+    channel = m.AlertChannel(name=DEFAULT_CHANNEL_NAME, kind="webhook", url=url)
+    channel.full_clean()
+    try:
+        with transaction.atomic():
+            channel.save()
+    except IntegrityError:
+        return m.AlertChannel.objects.get(name=DEFAULT_CHANNEL_NAME), False
+    return channel, True
