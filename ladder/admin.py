@@ -25,6 +25,8 @@ from ladder.domain.tiers import economic_tier, rung_for
 from ladder.domain.types import ModelEntry, Rung, Snapshot
 from ladder.models import (
     CREDENTIAL_OWNER_CHOICES,
+    AlertChannel,
+    AlertDelivery,
     BillingCatalogEntry,
     Connection,
     EscalationEvent,
@@ -39,6 +41,8 @@ from ladder.models import (
     connection_ids_errors,
 )
 from ladder.services import credentials
+from ladder.services.alert_delivery import enqueue_test
+from ladder.services.alert_senders import redact_url
 from ladder.services.credentials import (
     CREDENTIAL_FIELDS,
     ROTATING_OWNER_HELP,
@@ -801,3 +805,79 @@ class EscalationEventAdmin(ReadOnlyHistoryMixin, admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
+
+
+class AlertChannelForm(ModelForm):
+    secret = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Generic webhook only: the key of its webhook-signature (Standard Webhooks; a whsec_… "
+        "secret is used base64-decoded). Write-only: never shown. Leave blank to keep it.",
+    )
+    clear_secret = forms.BooleanField(required=False, help_text="Remove the stored secret: send unsigned.")
+
+    class Meta:
+        model = AlertChannel
+        fields = ("name", "kind", "url", "email_to", "enabled")  # never secret_ciphertext
+        formfield_callback = https_url_formfield
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        secret, clear = cleaned.get("secret") or "", cleaned.get("clear_secret")
+        if secret and clear:
+            self.add_error("secret", "Either type a new secret or clear it, not both.")
+        elif secret:
+            self.instance.set_secret(secret)  # before the model's clean(), which checks the kind
+        elif clear:
+            self.instance.set_secret("")
+        return cleaned
+
+
+@admin.register(AlertChannel)
+class AlertChannelAdmin(admin.ModelAdmin):
+    """Where alerts go. A webhook's secret is write-only; a webhook URL is shown by its host only (Slack's
+    and Discord's hold their token in the path). "Send a test" queues a test notification."""
+
+    form = AlertChannelForm
+    formfield_overrides = {URLField: {"assume_scheme": "https"}}  # noqa: RUF012
+    list_display = ("name", "kind", "destination", "signed", "enabled")
+    list_filter = ("kind", "enabled")
+    search_fields = ("name",)
+    fields = ("name", "kind", "url", "email_to", "secret", "clear_secret", "enabled")
+    actions = ("send_test",)
+
+    @admin.display(description="sends to")
+    def destination(self, obj: AlertChannel) -> str:
+        return obj.email_to.replace("\n", ", ") if obj.kind == "email" else redact_url(obj.url)
+
+    @admin.display(description="signed", boolean=True)
+    def signed(self, obj: AlertChannel) -> bool:
+        return bool(obj.secret_ciphertext)
+
+    @admin.action(description="Send a test to the selected channels", permissions=["change"])
+    def send_test(self, request: HttpRequest, queryset: QuerySet[AlertChannel]) -> None:
+        now = timezone.now()
+        sent = [enqueue_test(channel=channel, now=now) for channel in queryset]
+        self.message_user(
+            request,
+            f"{len(sent)} test notification(s) queued; see Alert deliveries for the outcome.",
+            messages.SUCCESS,
+        )
+
+
+@admin.register(AlertDelivery)
+class AlertDeliveryAdmin(ReadOnlyHistoryMixin, admin.ModelAdmin):
+    list_display = (
+        "created_at",
+        "event",
+        "channel",
+        "episode",
+        "status",
+        "attempts",
+        "sent_at",
+        "last_error",
+    )
+    list_filter = ("status", "event", "channel")
+    search_fields = ("delivery_id",)
+    list_select_related = ("channel", "episode__rule")
