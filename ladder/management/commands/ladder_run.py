@@ -32,6 +32,7 @@ import httpx
 import redis
 from cryptography.fernet import Fernet
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
@@ -40,6 +41,8 @@ from ladder.fakeupstream import FakeUpstreamControl, FakeUpstreamControlError
 from ladder.management.commands.ladder_demo import DEMO_CONNECTIONS
 from ladder.models import Connection, LadderConfiguration
 from ladder.services import bump_state_version
+from ladder.services.alert_delivery import alert_channel_default_webhook
+from ladder.services.alert_senders import redact_url
 from ladder.services.credentials import credential_import
 from ladder.services.refresh import claim_deadline, connections_claim, connections_refresh_many
 
@@ -170,6 +173,7 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
         call_command("ladder_load_catalog", verbosity=0)
+        self._alert_channel()
         demo = not options["no_demo"]
         if demo:
             self._demo_configuration()
@@ -217,6 +221,19 @@ class Command(BaseCommand):
         finally:
             self._stop(children)
             self._say("stopped")
+
+    def _alert_channel(self) -> None:
+        """LADDER_ALERT_WEBHOOK_URL set: a webhook channel to it, made once, so that alerts (the demo
+        plan's among them) arrive there."""
+        url = settings.LADDER_ALERT_WEBHOOK_URL
+        if not url:
+            return
+        try:
+            channel, created = alert_channel_default_webhook(url=url)
+        except ValidationError as exc:
+            raise CommandError(f"LADDER_ALERT_WEBHOOK_URL: {'; '.join(exc.messages)}") from None
+        state = "created" if created else "kept (edit it in the admin)"
+        self.stdout.write(f"alerts: channel {channel.name!r} to {redact_url(channel.url)} {state}")
 
     def _demo_configuration(self) -> None:
         """A first run refreshes quota every 10 s, so that the demo moves; later runs keep the row."""
