@@ -166,7 +166,7 @@ def notification_payload(
 
 
 def dashboard_link() -> str | None:
-    base = str(getattr(settings, "LADDER_PUBLIC_URL", "") or "").rstrip("/")
+    base = settings.LADDER_PUBLIC_URL.rstrip("/")
     return f"{base}/" if base else None
 
 

@@ -124,7 +124,10 @@ def test_it_retries_after_a_500_with_the_same_id_and_a_signature_that_verifies(
     assert receiver.requests[0].body == receiver.requests[1].body  # the stored payload, byte for byte
 
 
-def test_it_signs_with_a_plain_secret_s_bytes(receiver: WebhookReceiver, queued: list[Any]) -> None:
+def test_it_signs_with_a_plain_secret_s_bytes(
+    receiver: WebhookReceiver, queued: list[Any], settings: Any
+) -> None:
+    settings.LADDER_PUBLIC_URL = "https://ladder.example.com/"
     hook = channel(url=receiver.url(), secret="plain shared secret")
     delivery = enqueue_test(channel=hook, now=NOW)
     assert attempt(delivery, now=datetime.now(UTC)).status == "sent"
@@ -132,6 +135,7 @@ def test_it_signs_with_a_plain_secret_s_bytes(receiver: WebhookReceiver, queued:
     assert verify_standard_webhook("plain shared secret", request.headers, request.body)
     assert request.json()["event"] == "test"
     assert request.json()["rule"] is None
+    assert request.json()["link"] == "https://ladder.example.com/"
 
 
 def test_it_fails_at_once_on_a_404_and_records_it_without_the_url_s_secret(
@@ -311,3 +315,19 @@ def test_it_makes_the_default_webhook_channel_once() -> None:
     assert again.pk == made.pk
     assert again.url == "https://example.com/alerts"
     assert again.kind == "webhook"
+
+
+def test_the_documented_receiver_check_verifies_what_is_sent(
+    receiver: WebhookReceiver, queued: list[Any]
+) -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "ALERTS.md").read_text()
+    code = doc.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "docs/ALERTS.md", "exec"), namespace)
+    delivery = enqueue_test(channel=channel(url=receiver.url(), secret=SECRET), now=NOW)
+    assert attempt(delivery, now=datetime.now(UTC)).status == "sent"
+    (request,) = receiver.requests
+    assert namespace["verify"](SECRET, request.headers, request.body)
+    assert not namespace["verify"](SECRET, request.headers, request.body + b" ")
