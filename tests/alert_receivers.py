@@ -1,6 +1,7 @@
 """Real local receivers for alert tests: an HTTP webhook receiver (a ThreadingHTTPServer in a thread)
 that records every request and answers from a script, and an SMTP server (aiosmtpd) that records
-every message. Both on free loopback ports, stopped by their context managers."""
+every message (it refuses refused@… with 550 and busy@… with 451). Both on free loopback ports,
+stopped by their context managers."""
 
 from __future__ import annotations
 
@@ -136,6 +137,16 @@ def smtp_server() -> Iterator[SmtpServer]:
     recorded = SmtpServer(port=free_port())
 
     class Handler:
+        async def handle_RCPT(
+            self, server: Any, session: Any, envelope: Any, address: str, options: Any
+        ) -> str:
+            if address.startswith("refused@"):
+                return "550 5.1.1 No such user"
+            if address.startswith("busy@"):
+                return "451 4.3.0 Try again later"
+            envelope.rcpt_tos.append(address)
+            return "250 OK"
+
         async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
             recorded.messages.append(message_from_bytes(envelope.content))
             recorded.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))

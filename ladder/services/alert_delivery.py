@@ -76,14 +76,21 @@ class AttemptOutcome:
 
 def enqueue_deliveries(*, episode: m.AlertEpisode, event: str, now: datetime) -> list[m.AlertDelivery]:
     """One delivery of ``event`` ("fired" or "recovered") of ``episode`` per target channel: the rule's
-    enabled channels, or every enabled channel when the rule names none. Idempotent: a delivery that
+    enabled channels, or every enabled channel when the rule names none; a recovery goes to the
+    channels its firing went to (still enabled), when there was one. Idempotent: a delivery that
     exists for (episode, channel, event) is returned as it is, not sent again. New ones are queued
     when the current transaction commits."""
     if event not in ("fired", "recovered"):
         raise ValueError(f"event: must be 'fired' or 'recovered', got {event!r}")
     rule = episode.rule
     chosen = rule.channels.all()
-    channels = list((chosen if chosen.exists() else m.AlertChannel.objects.all()).filter(enabled=True))
+    targets = chosen if chosen.exists() else m.AlertChannel.objects.all()
+    if event == "recovered":
+        # A recovery goes where the firing went (a channel added since never heard of the episode).
+        fired = m.AlertDelivery.objects.filter(episode=episode, event="fired").values("channel_id")
+        if fired.exists():
+            targets = m.AlertChannel.objects.filter(pk__in=fired)
+    channels = list(targets.filter(enabled=True))
     deliveries: list[m.AlertDelivery] = []
     created_pks: list[int] = []
     for channel in channels:

@@ -231,6 +231,13 @@ def test_it_creates_one_delivery_per_channel_and_event_once(
     assert len(queued) == 4  # two fired, two recovered; the repeat queued nothing
     assert len({d.delivery_id for d in fired + recovered}) == 4
 
+    late = channel("late", url="https://late.example/h")  # added after the firing: no recovery
+    assert {d.channel.name for d in enqueue_deliveries(episode=everyone, event="recovered", now=NOW)} == {
+        "a",
+        "b",
+    }
+    del late
+
     m.AlertRule.objects.all().delete()
     only_b = episode(channels=(b,))
     assert [d.channel for d in enqueue_deliveries(episode=only_b, event="fired", now=NOW)] == [b]
@@ -331,3 +338,20 @@ def test_the_documented_receiver_check_verifies_what_is_sent(
     (request,) = receiver.requests
     assert namespace["verify"](SECRET, request.headers, request.body)
     assert not namespace["verify"](SECRET, request.headers, request.body + b" ")
+
+
+@pytest.mark.parametrize(
+    ("address", "status", "words"),
+    [("refused@example.com", "failed", "550"), ("busy@example.com", "retry", "451")],
+)
+def test_an_smtp_refusal_fails_at_once_and_a_451_is_tried_again(
+    queued: list[Any], settings: Any, address: str, status: str, words: str
+) -> None:
+    with smtp_server() as smtp:
+        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", smtp.port
+        delivery = enqueue_test(channel=channel("mail", "email", email_to=address), now=NOW)
+        outcome = attempt(delivery)
+    assert outcome.status == status
+    assert words in outcome.error
+    assert smtp.messages == []
