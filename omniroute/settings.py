@@ -372,6 +372,7 @@ LADDER_CREDENTIALS_RATE_PER_MIN = envint("LADDER_CREDENTIALS_RATE_PER_MIN", "60"
 # 4xx) are tried again, after base, 2 x base, 4 x base ... seconds (capped), each with jitter.
 LADDER_ALERT_MAX_ATTEMPTS = max(1, envint("LADDER_ALERT_MAX_ATTEMPTS", "8"))
 LADDER_ALERT_RETRY_BASE_S = float(os.getenv("LADDER_ALERT_RETRY_BASE_S", "10"))
+# Keep the cap below the Redis broker's visibility timeout (1 h): a retry waits as a message due later.
 LADDER_ALERT_RETRY_MAX_S = float(os.getenv("LADDER_ALERT_RETRY_MAX_S", "600"))
 # The beat's sweep of pending deliveries whose task was lost (whole seconds, at least 1).
 LADDER_ALERT_SWEEP_S = max(1, round(float(os.getenv("LADDER_ALERT_SWEEP_S", "60"))))

@@ -40,7 +40,7 @@ from ladder import models as m
 from ladder.contract.alerts import AlertNotification, AlertRuleRef
 from ladder.domain.timefmt import format_utc, format_utc_or_none
 from ladder.services import hotstate
-from ladder.services.alert_senders import DeliveryError, Target, send
+from ladder.services.alert_senders import DeliveryError, Target, scrub, send
 
 logger = logging.getLogger(__name__)
 
@@ -278,8 +278,7 @@ def delivery_attempt(*, delivery_pk: int, owner: str, now: datetime, lease_s: fl
     except DeliveryError as exc:
         error, transient = str(exc), exc.transient
     except Exception as exc:  # a sender's bug or a soft time limit: worth another try, recorded
-        error, transient = f"{type(exc).__name__}: {exc}"[:ERROR_MAX_CHARS], True
-        error = _without_secrets(error, channel)
+        error, transient = _without_secrets(f"{type(exc).__name__}: {exc}", channel), True
     else:
         m.AlertDelivery.objects.filter(pk=delivery_pk, status="pending").update(
             status="sent", sent_at=now, last_error=""
@@ -313,9 +312,11 @@ def delivery_attempt(*, delivery_pk: int, owner: str, now: datetime, lease_s: fl
 
 
 def _without_secrets(text: str, channel: m.AlertChannel) -> str:
-    from ladder.services.alert_senders import scrub
-
-    return scrub(text, Target(kind=channel.kind, name=channel.name, url=channel.url, secret=channel.secret))
+    try:
+        secret = channel.secret
+    except Exception:  # the very fault may be a secret that no longer decrypts
+        secret = ""
+    return scrub(text, Target(kind=channel.kind, name=channel.name, url=channel.url, secret=secret))
 
 
 # --- the sweep -----------------------------------------------------------------------------------

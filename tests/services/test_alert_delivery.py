@@ -355,3 +355,20 @@ def test_an_smtp_refusal_fails_at_once_and_a_451_is_tried_again(
     assert outcome.status == status
     assert words in outcome.error
     assert smtp.messages == []
+
+
+def test_an_unexpected_fault_is_tried_again_and_recorded_without_secrets(
+    queued: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = "https://hooks.example.com/services/T0/B0/xoxb-leaky"
+
+    def broken(target: Any, payload: Any, *, now: datetime) -> None:
+        raise RuntimeError(f"could not post to {target.url} with {target.secret}")
+
+    monkeypatch.setattr(alert_delivery, "send", broken)
+    delivery = enqueue_test(channel=channel(url=url, secret="hush-hush-secret"), now=NOW)
+    outcome = attempt(delivery)
+    assert outcome.status == "retry"
+    assert outcome.error.startswith("RuntimeError: could not post to")
+    assert "xoxb-leaky" not in outcome.error
+    assert "hush-hush-secret" not in outcome.error
