@@ -40,6 +40,7 @@ class WebhookReceiver:
 
     script: list[int | str] = field(default_factory=list)
     requests: list[Received] = field(default_factory=list)
+    retry_after: str | None = None  # a Retry-After header on every answer
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -61,6 +62,8 @@ class WebhookReceiver:
                     answer = 200
                 with contextlib.suppress(OSError):
                     self.send_response(int(answer))
+                    if receiver.retry_after is not None:
+                        self.send_header("Retry-After", receiver.retry_after)
                     self.send_header("Content-Length", "2")
                     self.end_headers()
                     self.wfile.write(b"ok")

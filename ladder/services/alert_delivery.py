@@ -276,9 +276,9 @@ def delivery_attempt(*, delivery_pk: int, owner: str, now: datetime, lease_s: fl
         )
         send(target, delivery.payload, now=now)
     except DeliveryError as exc:
-        error, transient = str(exc), exc.transient
+        error, transient, asked_s = str(exc), exc.transient, exc.retry_after_s
     except Exception as exc:  # a sender's bug or a soft time limit: worth another try, recorded
-        error, transient = _without_secrets(f"{type(exc).__name__}: {exc}", channel), True
+        error, transient, asked_s = _without_secrets(f"{type(exc).__name__}: {exc}", channel), True, None
     else:
         m.AlertDelivery.objects.filter(pk=delivery_pk, status="pending").update(
             status="sent", sent_at=now, last_error=""
@@ -295,6 +295,8 @@ def delivery_attempt(*, delivery_pk: int, owner: str, now: datetime, lease_s: fl
         logger.warning("alert delivery %s to %s failed: %s", delivery.delivery_id, channel.name, final)
         return AttemptOutcome("failed", error=final)
     delay_s = retry_delay_s(attempts)
+    if asked_s is not None:  # the receiver's Retry-After, within our own cap
+        delay_s = min(max(delay_s, asked_s), float(settings.LADDER_ALERT_RETRY_MAX_S))
     m.AlertDelivery.objects.filter(pk=delivery_pk).update(last_error=error)
     # The next attempt is this owner's message again (the same task id), due in delay_s; lost, the
     # key lapses and the sweep queues the delivery under a new owner.

@@ -44,9 +44,12 @@ TITLES = {"fired": "FIRING", "recovered": "RECOVERED", "test": "TEST"}
 
 
 class DeliveryError(Exception):
-    def __init__(self, message: str, *, transient: bool) -> None:
+    """``retry_after_s``: how long the receiver asked to be left alone (a 429's or 503's Retry-After)."""
+
+    def __init__(self, message: str, *, transient: bool, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.transient = transient
+        self.retry_after_s = retry_after_s
 
 
 @dataclass(frozen=True)
@@ -212,7 +215,13 @@ def post(target: Target, body: bytes, headers: Mapping[str, str]) -> None:
     snippet = scrub(response.text[:RESPONSE_SNIPPET_CHARS], target).strip()
     message = f"HTTP {status} from {where}" + (f": {snippet}" if snippet else "")
     transient = status in (408, 429) or status >= 500
-    raise DeliveryError(message, transient=transient)
+    raise DeliveryError(message, transient=transient, retry_after_s=retry_after_s(response.headers))
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """Retry-After in seconds (the delay form; an HTTP date is ignored)."""
+    raw = (headers.get("retry-after") or "").strip()
+    return float(raw) if raw.isdigit() else None
 
 
 def send_email(target: Target, payload: Mapping[str, Any]) -> None:

@@ -372,3 +372,15 @@ def test_an_unexpected_fault_is_tried_again_and_recorded_without_secrets(
     assert outcome.error.startswith("RuntimeError: could not post to")
     assert "xoxb-leaky" not in outcome.error
     assert "hush-hush-secret" not in outcome.error
+
+
+def test_it_waits_as_long_as_a_429_asks_within_its_cap(
+    receiver: WebhookReceiver, queued: list[Any], settings: Any
+) -> None:
+    settings.LADDER_ALERT_RETRY_BASE_S, settings.LADDER_ALERT_RETRY_MAX_S = 1, 120
+    receiver.script[:] = [429, 429]
+    delivery = enqueue_test(channel=channel(url=receiver.url()), now=NOW)
+    receiver.retry_after = "90"
+    assert attempt(delivery).retry_in_s == 90
+    receiver.retry_after = "3600"
+    assert attempt(delivery).retry_in_s == 120
