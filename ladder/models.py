@@ -14,6 +14,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Lower, Trim
 
+from ladder.domain.alerts import Rule as AlertRuleSpec
+from ladder.domain.alerts import rule_errors as alert_rule_errors
 from ladder.domain.billing import normalise_auth_type
 from ladder.domain.config import CONFIG_FIELDS, build_config, config_errors
 from ladder.domain.credentials import CREDENTIAL_OWNERS
@@ -959,6 +961,23 @@ class AlertRule(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def clean(self) -> None:
+        self.target = (self.target or "").strip()
+        errors = alert_rule_errors(
+            kind=self.kind, target=self.target, threshold=self.threshold, quiet_period_s=self.quiet_period_s
+        )
+        if errors:
+            raise ValidationError(errors)
+
+    def to_domain(self) -> AlertRuleSpec:
+        return AlertRuleSpec(
+            id=self.pk,
+            kind=self.kind,
+            target=self.target,
+            threshold=self.threshold,
+            quiet_period_s=float(self.quiet_period_s),
+        )
+
 
 class AlertEpisode(models.Model):
     """One stretch of time during which a rule's condition held for one subject."""
@@ -970,11 +989,20 @@ class AlertEpisode(models.Model):
     opened_at = models.DateTimeField()
     last_seen_at = models.DateTimeField()  # the condition was last seen holding
     closed_at = models.DateTimeField(null=True, blank=True)
+    # When its recovery was sent: a closed episode waits its rule's quiet period for it, and continues
+    # (re-opens, no second firing) if the condition comes back meanwhile (ladder.domain.alerts).
+    recovered_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering: ClassVar[list[str]] = ["-opened_at", "-id"]
         indexes: ClassVar[list[models.Index]] = [
             models.Index(fields=["rule", "subject", "-opened_at"], name="alert_episode_subject_idx"),
+            # What each evaluation reads: the episodes whose recovery is not sent yet.
+            models.Index(
+                fields=["rule", "subject"],
+                condition=Q(recovered_at__isnull=True),
+                name="alert_episode_unrecovered_idx",
+            ),
         ]
         constraints: ClassVar[list[models.BaseConstraint]] = [
             models.UniqueConstraint(
@@ -982,6 +1010,11 @@ class AlertEpisode(models.Model):
                 condition=Q(closed_at__isnull=True),
                 name="alert_episode_one_open",
                 violation_error_message="A rule has at most one open episode per subject.",
+            ),
+            models.CheckConstraint(
+                condition=Q(recovered_at__isnull=True) | Q(closed_at__isnull=False),
+                name="alert_episode_recovered_after_close",
+                violation_error_message="An episode recovers only once it is closed.",
             ),
         ]
 
