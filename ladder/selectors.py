@@ -23,6 +23,17 @@ from django.db.models import Count, F, OuterRef, Subquery
 from django.utils import timezone
 
 from ladder import models as m
+from ladder.domain.alerts import (
+    AUTO_ID_EMPTY,
+    BEAT_SILENT,
+    READINGS_STALE,
+    SNAPSHOT_KINDS,
+    AlertInputs,
+    EmptyAutoId,
+    PolledConnection,
+)
+from ladder.domain.alerts import Episode as AlertEpisodeSpec
+from ladder.domain.alerts import Rule as AlertRuleSpec
 from ladder.domain.billing import catalog_row_for
 from ladder.domain.budgets import period_bounds
 from ladder.domain.timefmt import format_utc
@@ -670,3 +681,50 @@ def credential_summaries(*, connection_ids: Sequence[str] | None = None) -> dict
         )
         for cid, ciphertext, owner, expires, account in rows.values_list(*fields)
     }
+
+
+# --- alerts (ladder.domain.alerts decides; ladder.services.alerts writes) ----------------------------
+
+BEAT_HEARTBEAT = "beat"  # the Heartbeat row the refresh fan-out stamps (ladder.services.hotstate)
+
+
+def alert_rules_enabled() -> list[AlertRuleSpec]:
+    return [rule.to_domain() for rule in m.AlertRule.objects.filter(enabled=True).order_by("id")]
+
+
+def alert_episodes_unrecovered() -> list[AlertEpisodeSpec]:
+    """The episodes whose recovery is not sent yet (open, or closed within their quiet period)."""
+    rows = m.AlertEpisode.objects.filter(recovered_at__isnull=True).values_list(
+        "id", "rule_id", "subject", "opened_at", "closed_at"
+    )
+    return [AlertEpisodeSpec(*row) for row in rows]
+
+
+def alert_polled_connections() -> tuple[PolledConnection, ...]:
+    """The connections that should be polled — enabled, not keyless, a credential stored, and not
+    skipped by the poller (no adapter or no quota endpoint: ``last_poll_error`` "not polled: …") —
+    with their latest reading's time. One query."""
+    rows = (
+        m.Connection.objects.filter(enabled=True, keyless=False)
+        .exclude(credential_ciphertext="")
+        .exclude(last_poll_error__startswith="not polled:")
+        .annotate(last_reading_at=models.Max("readings__fetched_at"))
+        .order_by("position", "id")
+        .values_list("id", "last_reading_at", "created_at")
+    )
+    return tuple(PolledConnection(cid, last, created) for cid, last, created in rows)
+
+
+def alert_inputs(*, kinds: Collection[str], now: datetime) -> AlertInputs:
+    """What rules of these kinds read, in a few queries whatever the number of connections (only what
+    the kinds need is loaded)."""
+    snapshot = snapshot_load(now=now) if SNAPSHOT_KINDS.intersection(kinds) else Snapshot()
+    polled = alert_polled_connections() if READINGS_STALE in kinds else ()
+    empty: tuple[EmptyAutoId, ...] = ()
+    if AUTO_ID_EMPTY in kinds:
+        rows = m.EscalationState.objects.filter(rung__isnull=True).order_by("auto_id")
+        empty = tuple(EmptyAutoId(*row) for row in rows.values_list("auto_id", "changed_at"))
+    last_beat_at = None
+    if BEAT_SILENT in kinds:
+        last_beat_at = m.Heartbeat.objects.filter(pk=BEAT_HEARTBEAT).values_list("last_at", flat=True).first()
+    return AlertInputs(snapshot=snapshot, polled=polled, empty_auto_ids=empty, last_beat_at=last_beat_at)

@@ -20,6 +20,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from ladder.services.alert_delivery import deliveries_sweep, delivery_attempt
+from ladder.services.alerts import alerts_evaluate as alerts_evaluate_service
 from ladder.services.credentials import credentials_refresh_due_run
 from ladder.services.escalations import escalations_purge
 from ladder.services.readings import readings_purge as readings_purge_service
@@ -139,3 +140,16 @@ def deliver_alert(self: Task, delivery_pk: int) -> str:
 def alert_deliveries_sweep(self: Task) -> int:
     """The beat's sweep: queue again the pending alert deliveries whose task was lost."""
     return deliveries_sweep(now=timezone.now())
+
+
+@shared_task(
+    bind=True,
+    name="ladder.tasks.alerts_evaluate",
+    soft_time_limit=REFRESH_SOFT_TIME_LIMIT_S,
+    time_limit=REFRESH_TIME_LIMIT_S,
+    **RETRY_OPTIONS,
+)
+def alerts_evaluate(self: Task) -> dict[str, int]:
+    """The beat's alert evaluation: every enabled rule's conditions against the episodes; firings and
+    recoveries go to the channels on commit (ladder.services.alerts). Two at once fire nothing twice."""
+    return alerts_evaluate_service(now=timezone.now()).as_dict()

@@ -395,6 +395,9 @@ EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", "false")
 EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", "false")
 EMAIL_TIMEOUT = float(os.getenv("EMAIL_TIMEOUT", "10"))
 DEFAULT_FROM_EMAIL = os.getenv("DEFAULT_FROM_EMAIL", "ladder@localhost")
+# The alert rules (ladder.services.alerts; docs/ALERT_RULES.md).
+# The beat evaluates the alert rules this often (whole seconds, at least 1); tests compress it.
+LADDER_ALERT_EVALUATE_S = max(1, round(float(os.getenv("LADDER_ALERT_EVALUATE_S", "60"))))
 
 CELERY_TASK_DEFAULT_QUEUE = os.getenv("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_ANNOTATIONS = {
@@ -430,6 +433,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "ladder.tasks.alert_deliveries_sweep",
         "schedule": LADDER_ALERT_SWEEP_S,
         "options": {"expires": LADDER_ALERT_SWEEP_S, "expire_seconds": LADDER_ALERT_SWEEP_S},
+    },
+    "ladder-alerts-evaluate": {
+        "task": "ladder.tasks.alerts_evaluate",
+        "schedule": LADDER_ALERT_EVALUATE_S,
+        "options": {"expires": LADDER_ALERT_EVALUATE_S, "expire_seconds": LADDER_ALERT_EVALUATE_S},
     },
     "ladder-readings-purge": {
         "task": "ladder.tasks.readings_purge",
