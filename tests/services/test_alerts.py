@@ -3,19 +3,23 @@ the quiet period, the escalation log's empty auto ids, budgets, and two evaluati
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
+import redis
 
 from ladder import models as m
 from ladder.domain.types import PoolEntry, Reading, Resolution, Rung, Window
-from ladder.services import alerts
+from ladder.services import alert_delivery, alerts
 from ladder.services.alerts import alerts_apply, alerts_evaluate, alerts_plan
 from ladder.services.escalations import escalation_compare
 from ladder.services.readings import reading_record
+from tests.alert_receivers import WebhookReceiver, verify_standard_webhook
 from tests.dashboard.factories import catalog_row, connection_create
 
 pytestmark = pytest.mark.django_db
@@ -259,3 +263,75 @@ def test_it_reads_in_a_constant_number_of_queries(
         read(f"plan-{i}", 50.0, at=DAY, reset_at=DAY + 300 * MIN)
     with django_assert_max_num_queries(12):  # type: ignore[operator]
         alerts_plan(now=DAY + MIN)
+
+
+SECRET = "a shared secret"
+
+
+@pytest.fixture
+def receiver() -> Iterator[WebhookReceiver]:
+    with WebhookReceiver() as running:
+        yield running
+
+
+def test_it_delivers_one_firing_and_one_recovery_per_episode_to_a_real_webhook(
+    receiver: WebhookReceiver,
+    hot: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """Three drain cycles of a plan window, the second flapping within the quiet period, evaluated
+    every 5 simulated minutes; each delivery the evaluation queues is attempted at once (what the
+    worker does) against a local HTTP receiver."""
+    queued: list[tuple[int, str]] = []
+
+    def record(pk: int, *, task_id: str, countdown_s: float) -> bool:
+        queued.append((pk, task_id))
+        return True
+
+    monkeypatch.setattr(alert_delivery, "_send_task", record)
+    hook = m.AlertChannel(name="hook", kind="webhook", url=receiver.url())
+    hook.set_secret(SECRET)
+    hook.full_clean()
+    hook.save()
+    plan_connection()
+    cycle, drain = 120, 60
+    for minute in range(0, 3 * cycle + 30, 5):
+        now = DAY + minute * MIN
+        start = minute - minute % cycle
+        remaining = max(0.0, 100.0 - (minute - start) * 100.0 / drain)
+        if start == cycle and 70 <= minute - start < 80:
+            remaining = 10.0  # the latch clears for 10 minutes: within the quiet period
+        if start == 3 * cycle:
+            remaining = 100.0  # the drain stops: the last episodes recover
+        with django_capture_on_commit_callbacks(execute=True):
+            read("plan", remaining, at=now, reset_at=DAY + (start + cycle) * MIN)
+            alerts_evaluate(now=now)
+        while queued:
+            pk, owner = queued.pop(0)
+            alert_delivery.delivery_attempt(delivery_pk=pk, owner=owner, now=datetime.now(UTC), lease_s=30)
+
+    events: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for request in receiver.requests:
+        assert verify_standard_webhook(SECRET, request.headers, request.body)
+        body = request.json()
+        events[(body["rule"]["name"], body["subject"], body["opened_at"])].append(body["event"])
+    episodes = m.AlertEpisode.objects.all()
+    assert len(events) == episodes.count()
+    assert Counter(episodes.values_list("rule__kind", flat=True)) == {
+        "window_latched": 3,
+        "window_forecast": 3,
+    }
+    assert all(sent == ["fired", "recovered"] for sent in events.values()), events
+    assert len({request.headers["webhook-id"] for request in receiver.requests}) == receiver.count() == 12
+
+
+def test_it_runs_as_a_beat_task_that_expires(settings: Any, sent: Sent) -> None:
+    from ladder import tasks
+
+    entry = settings.CELERY_BEAT_SCHEDULE["ladder-alerts-evaluate"]
+    assert entry["task"] == tasks.alerts_evaluate.name
+    assert entry["schedule"] == settings.LADDER_ALERT_EVALUATE_S == entry["options"]["expire_seconds"]
+    beat(datetime.now(UTC) - timedelta(hours=1))
+    assert tasks.alerts_evaluate.apply().get()["fired"] == 1  # the silent beat
+    assert sent.events == [("Beat silent 10 min", "beat", "fired")]
