@@ -27,6 +27,8 @@ from ladder.models import (
     CREDENTIAL_OWNER_CHOICES,
     AlertChannel,
     AlertDelivery,
+    AlertEpisode,
+    AlertRule,
     BillingCatalogEntry,
     Connection,
     EscalationEvent,
@@ -881,3 +883,58 @@ class AlertDeliveryAdmin(ReadOnlyHistoryMixin, admin.ModelAdmin):
     list_filter = ("status", "event", "channel")
     search_fields = ("delivery_id",)
     list_select_related = ("channel", "episode__rule")
+
+
+@admin.register(AlertRule)
+class AlertRuleAdmin(admin.ModelAdmin):
+    """Alert rules (issue 20). AlertRule.clean() names the field at fault (a threshold the kind needs,
+    out of range or not used; a target the kind cannot have), for the dashboard's form as well."""
+
+    list_display = ("name", "kind", "target_shown", "threshold", "quiet_period_s", "enabled", "channel_names")
+    list_filter = ("kind", "enabled")
+    search_fields = ("name", "target")
+    filter_horizontal = ("channels",)
+    fieldsets = (
+        (None, {"fields": ("name", "kind", "enabled")}),
+        (
+            "Condition",
+            {
+                "fields": ("target", "threshold", "quiet_period_s"),
+                "description": "target narrows the rule to one subject (empty: every one): a connection "
+                "id for window, connection and readings rules, an auto id for auto_id_empty, cheap or "
+                "premium for budget_crossed. threshold: % of the rung's budget for budget_crossed (1–1000), "
+                "minutes for readings_stale and beat_silent (1–10080); the other kinds have none.",
+            },
+        ),
+        ("Channels", {"fields": ("channels",), "description": "None chosen: every enabled channel."}),
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AlertRule]:
+        return super().get_queryset(request).prefetch_related("channels")
+
+    @admin.display(description="target", ordering="target")
+    def target_shown(self, obj: AlertRule) -> str:
+        return obj.target or "every subject"
+
+    @admin.display(description="channels")
+    def channel_names(self, obj: AlertRule) -> str:
+        return ", ".join(channel.name for channel in obj.channels.all()) or "every enabled channel"
+
+
+@admin.register(AlertEpisode)
+class AlertEpisodeAdmin(ReadOnlyHistoryMixin, admin.ModelAdmin):
+    """What the rules saw: each stretch of time a rule's condition held for one subject. Read-only
+    history, written by the evaluation (ladder.services.alerts)."""
+
+    list_display = ("opened_at", "rule", "subject", "state", "closed_at", "recovered_at", "summary")
+    list_filter = ("rule__kind", "rule")
+    search_fields = ("subject", "summary", "rule__name")
+    list_select_related = ("rule",)
+    ordering = ("-opened_at", "-id")
+    date_hierarchy = "opened_at"
+
+    @admin.display(description="state")
+    def state(self, obj: AlertEpisode) -> str:
+        if obj.closed_at is None:
+            return "open"
+        return "recovered" if obj.recovered_at is not None else "closed (quiet period)"
