@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
@@ -72,15 +73,24 @@ def alerts_apply(decision: Decision, *, now: datetime) -> AlertsOutcome:
         outcome.recovered += episode_recover(episode=episode, now=now)
     for episode, condition in decision.reopen:
         outcome.reopened += episode_reopen(episode=episode, condition=condition, now=now)
-    for episode, condition in decision.keep:
-        outcome.kept += AlertEpisode.objects.filter(pk=episode.id, closed_at__isnull=True).update(
-            last_seen_at=now, summary=condition.summary, detail=dict(condition.detail)
-        )
+    outcome.kept = episodes_keep(decision.keep, now=now)
     for condition in decision.fire:
         outcome.fired += episode_fire(condition=condition, now=now)
     if outcome.fired or outcome.recovered or outcome.reopened or outcome.closed:
         logger.info("alerts: %s", outcome.as_dict())
     return outcome
+
+
+def episodes_keep(kept: Sequence[tuple[Episode, Condition]], *, now: datetime) -> int:
+    """Refresh the words and last_seen_at of the episodes still holding: one UPDATE per batch of 500,
+    whatever their number (one that another evaluation closed meanwhile only gets fresher words)."""
+    rows = [
+        AlertEpisode(
+            pk=episode.id, last_seen_at=now, summary=condition.summary, detail=dict(condition.detail)
+        )
+        for episode, condition in kept
+    ]
+    return AlertEpisode.objects.bulk_update(rows, ["last_seen_at", "summary", "detail"], batch_size=500)
 
 
 def episode_fire(*, condition: Condition, now: datetime) -> int:

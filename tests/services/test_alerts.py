@@ -260,9 +260,12 @@ def test_it_reads_in_a_constant_number_of_queries(
         connection = connection_create(f"plan-{i}", position=i)
         connection.set_credential("sk-test")
         connection.save()
-        read(f"plan-{i}", 50.0, at=DAY, reset_at=DAY + 300 * MIN)
+        read(f"plan-{i}", 1.0, at=DAY, reset_at=DAY + 300 * MIN)
     with django_assert_max_num_queries(12):  # type: ignore[operator]
         alerts_plan(now=DAY + MIN)
+    assert alerts_evaluate(now=DAY + MIN).fired == 12
+    with django_assert_max_num_queries(13):  # type: ignore[operator]
+        assert alerts_evaluate(now=DAY + 2 * MIN).kept == 12  # the reads, and one UPDATE
 
 
 SECRET = "a shared secret"
