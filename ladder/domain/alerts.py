@@ -136,6 +136,11 @@ def _targets(rule: Rule, subject_key: str) -> bool:
     return not rule.target or rule.target == subject_key
 
 
+def _said(moment: datetime) -> str:
+    """A time in a summary, for people: to the second (the detail keeps it exact)."""
+    return format_utc(moment.replace(microsecond=0))
+
+
 def _pct(value: float) -> str:
     return f"{value:.1f} %"
 
@@ -165,7 +170,7 @@ def window_latched(rule: Rule, inputs: AlertInputs, now: datetime) -> list[Condi
         if not window.latched:
             continue
         reason = "latched" if is_usable(window, limits) else blocking_reason(window, limits)
-        resets = f"; resets at {format_utc(window.reset_at)}" if window.reset_at else ""
+        resets = f"; resets at {_said(window.reset_at)}" if window.reset_at else ""
         found.append(
             Condition(
                 rule.id,
@@ -201,7 +206,7 @@ def window_forecast(rule: Rule, inputs: AlertInputs, now: datetime) -> list[Cond
             Condition(
                 rule.id,
                 f"{connection.id}/{window.name}",
-                f"{connection.id}: plan window {window.name} runs out at {format_utc(runs_out)}{before} "
+                f"{connection.id}: plan window {window.name} runs out at {_said(runs_out)}{before} "
                 f"({_pct(window.remaining_pct)} left, cutoff {_pct(limits.cutoff_pct)})",
                 {
                     "connection_id": connection.id,
@@ -220,7 +225,7 @@ def auto_id_empty(rule: Rule, inputs: AlertInputs, now: datetime) -> list[Condit
         Condition(
             rule.id,
             empty.auto_id,
-            f"{empty.auto_id}: the pool is empty (since {format_utc(empty.since)})",
+            f"{empty.auto_id}: the pool is empty (since {_said(empty.since)})",
             {"auto_id": empty.auto_id, "since": format_utc(empty.since)},
         )
         for empty in inputs.empty_auto_ids
@@ -290,7 +295,7 @@ def readings_stale(rule: Rule, inputs: AlertInputs, now: datetime) -> list[Condi
             Condition(
                 rule.id,
                 polled.id,
-                f"{polled.id}: {what} {format_utc(since)} ({_minutes((now - since).total_seconds())}): "
+                f"{polled.id}: {what} {_said(since)} ({_minutes((now - since).total_seconds())}): "
                 "is the poller running?",
                 {
                     "connection_id": polled.id,
@@ -310,7 +315,7 @@ def beat_silent(rule: Rule, inputs: AlertInputs, now: datetime) -> list[Conditio
         Condition(
             rule.id,
             "beat",
-            f"the beat has not ticked since {format_utc(last)} ({_minutes((now - last).total_seconds())})",
+            f"the beat has not ticked since {_said(last)} ({_minutes((now - last).total_seconds())})",
             {"last_beat_at": format_utc(last), "threshold_min": rule.threshold},
         )
     ]

@@ -220,3 +220,10 @@ def test_it_names_the_field_of_a_bad_rule(
     assert errors.keys() == expected.keys()
     for name, start in expected.items():
         assert errors[name].startswith(start), errors[name]
+
+
+def test_it_says_times_to_the_second_and_keeps_them_exact_in_the_detail() -> None:
+    window = Window("5h", 30.0, RESET, exhausts_at=NOW + 30 * MIN + timedelta(microseconds=391_270))
+    (found,) = conditions_holding([FORECASTS], AlertInputs(snapshot(plan("p", window))), NOW)
+    assert "runs out at 2026-08-22T12:30:00Z," in found.summary
+    assert found.detail["exhausts_at"] == "2026-08-22T12:30:00.391270Z"
