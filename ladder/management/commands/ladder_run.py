@@ -51,6 +51,8 @@ DEMO_REFRESH_INTERVAL_S = 10.0
 DEMO_DRAINING = ("claude-oauth", "demo-claude-max")
 DEMO_DRAIN_S = 180.0
 DEMO_SPENT_S = 60.0
+DEMO_POLL_FLOOR_S = "claude=0"
+DEMO_POLL_FLOOR_S_PARSED = {"claude": 0.0}
 FIRST_PASS_LEASE_S = 60.0
 # The demo's OAuth plans hold ladder-owned tokens of the fake upstream that live this long.
 DEMO_LOGINS = (("demo-claude-max", "claude-oauth"), ("demo-codex-plus", "codex-chatgpt"))
@@ -175,6 +177,14 @@ class Command(BaseCommand):
         call_command("ladder_load_catalog", verbosity=0)
         self._alert_channel()
         demo = not options["no_demo"]
+        fake_upstream = os.environ["LADDER_UPSTREAM_BASE_URL"] == upstream_url
+        if demo and fake_upstream and "LADDER_POLL_FLOOR_S" not in os.environ:
+            # The demo polls the local fake upstream, which throttles no one: Claude's 300 s poll floor
+            # (DESIGN L5) would make its 4-minute drain cycle invisible, readings 5 minutes apart, and
+            # its alert late. Children inherit it; an operator's own value wins. This process's first
+            # refresh pass schedules the next poll by it too.
+            os.environ["LADDER_POLL_FLOOR_S"] = DEMO_POLL_FLOOR_S
+            settings.LADDER_POLL_FLOOR_S = DEMO_POLL_FLOOR_S_PARSED
         if demo:
             self._demo_configuration()
             call_command("ladder_demo", upstream_url=upstream_url, stdout=self.stdout)
