@@ -1,0 +1,69 @@
+"""What the alert rules read (ladder.selectors, issue 20): only what the enabled kinds need, in a
+few queries."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from ladder import models as m
+from ladder.domain.types import Reading, Window
+from ladder.selectors import (
+    alert_episodes_unrecovered,
+    alert_inputs,
+    alert_polled_connections,
+    alert_rules_enabled,
+)
+from ladder.services.readings import reading_record
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 8, 22, 12, 0, tzinfo=UTC)
+
+
+def connection(cid: str, *, credential: bool = True, **fields: Any) -> m.Connection:
+    row = m.Connection(id=cid, provider="acme", auth_type="oauth", **fields)
+    if credential:
+        row.set_credential("sk-test")
+    row.save()
+    return row
+
+
+def test_it_lists_the_connections_that_should_be_polled_with_their_latest_reading() -> None:
+    connection("polled")
+    connection("never-read")
+    connection("off", enabled=False)
+    connection("keyless", keyless=True)
+    connection("no-credential", credential=False)
+    connection("no-endpoint", last_poll_error="not polled: acme has no quota endpoint")
+    for at in (NOW - timedelta(minutes=5), NOW):
+        reading = Reading(fetched_at=at, windows=(Window("5h", 50.0, NOW + timedelta(hours=1)),))
+        reading_record(connection_id="polled", reading=reading, now=at)
+    polled = {p.id: p.last_reading_at for p in alert_polled_connections()}
+    assert polled == {"polled": NOW, "never-read": None}
+
+
+def test_it_loads_only_what_the_kinds_read(django_assert_num_queries: Any) -> None:
+    m.EscalationState.objects.create(auto_id="auto/thrifty", rung=None, changed_at=NOW)
+    m.EscalationState.objects.create(auto_id="auto/subscription", rung=0, changed_at=NOW)
+    m.Heartbeat.objects.create(name="beat", last_at=NOW)
+    with django_assert_num_queries(2):
+        inputs = alert_inputs(kinds={"auto_id_empty", "beat_silent"}, now=NOW)
+    assert [e.auto_id for e in inputs.empty_auto_ids] == ["auto/thrifty"]
+    assert inputs.last_beat_at == NOW
+    assert inputs.snapshot.connections == ()
+    assert inputs.polled == ()
+
+
+def test_it_reads_enabled_rules_and_unrecovered_episodes() -> None:
+    m.AlertRule.objects.exclude(kind="beat_silent").update(enabled=False)
+    (rule,) = alert_rules_enabled()
+    assert (rule.kind, rule.threshold, rule.quiet_period_s) == ("beat_silent", 10, 900.0)
+    row = m.AlertRule.objects.get(pk=rule.id)
+    common = {"rule": row, "opened_at": NOW, "last_seen_at": NOW}
+    m.AlertEpisode.objects.create(subject="open", **common)
+    m.AlertEpisode.objects.create(subject="quiet", closed_at=NOW, **common)
+    m.AlertEpisode.objects.create(subject="done", closed_at=NOW, recovered_at=NOW, **common)
+    assert sorted(e.subject for e in alert_episodes_unrecovered()) == ["open", "quiet"]
