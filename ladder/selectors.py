@@ -700,26 +700,38 @@ def alert_episodes_unrecovered() -> list[AlertEpisodeSpec]:
     return [AlertEpisodeSpec(*row) for row in rows]
 
 
-def alert_polled_connections() -> tuple[PolledConnection, ...]:
+def alert_polled_connections(*, refresh_interval_s: float) -> tuple[PolledConnection, ...]:
     """The connections that should be polled — enabled, not keyless, a credential stored, and not
     skipped by the poller (no adapter or no quota endpoint: ``last_poll_error`` "not polled: …") —
-    with their latest reading's time. One query."""
+    with their latest reading's time and their poll interval. One query."""
     rows = (
         m.Connection.objects.filter(enabled=True, keyless=False)
         .exclude(credential_ciphertext="")
         .exclude(last_poll_error__startswith="not polled:")
         .annotate(last_reading_at=models.Max("readings__fetched_at"))
         .order_by("position", "id")
-        .values_list("id", "last_reading_at", "created_at")
+        .values_list("id", "last_reading_at", "created_at", "provider", "min_poll_interval_s")
     )
-    return tuple(PolledConnection(cid, last, created) for cid, last, created in rows)
+    return tuple(
+        PolledConnection(
+            cid,
+            last,
+            created,
+            max(refresh_interval_s, connection_poll_floor_s(provider, min_poll_interval_s) or 0.0),
+        )
+        for cid, last, created, provider, min_poll_interval_s in rows
+    )
 
 
 def alert_inputs(*, kinds: Collection[str], now: datetime) -> AlertInputs:
     """What rules of these kinds read, in a few queries whatever the number of connections (only what
     the kinds need is loaded)."""
-    snapshot = snapshot_load(now=now) if SNAPSHOT_KINDS.intersection(kinds) else Snapshot()
-    polled = alert_polled_connections() if READINGS_STALE in kinds else ()
+    loaded = bool(SNAPSHOT_KINDS.intersection(kinds))
+    snapshot = snapshot_load(now=now) if loaded else Snapshot()
+    polled: tuple[PolledConnection, ...] = ()
+    if READINGS_STALE in kinds:
+        config = snapshot.config if loaded else configuration_get().to_domain()
+        polled = alert_polled_connections(refresh_interval_s=config.refresh_interval_s)
     empty: tuple[EmptyAutoId, ...] = ()
     if AUTO_ID_EMPTY in kinds:
         rows = m.EscalationState.objects.filter(rung__isnull=True).order_by("auto_id")

@@ -41,8 +41,11 @@ def test_it_lists_the_connections_that_should_be_polled_with_their_latest_readin
     for at in (NOW - timedelta(minutes=5), NOW):
         reading = Reading(fetched_at=at, windows=(Window("5h", 50.0, NOW + timedelta(hours=1)),))
         reading_record(connection_id="polled", reading=reading, now=at)
-    polled = {p.id: p.last_reading_at for p in alert_polled_connections()}
-    assert polled == {"polled": NOW, "never-read": None}
+    connection("slow", min_poll_interval_s=3600)
+    polled = {
+        p.id: (p.last_reading_at, p.poll_interval_s) for p in alert_polled_connections(refresh_interval_s=60)
+    }
+    assert polled == {"polled": (NOW, 60), "never-read": (None, 60), "slow": (None, 3600)}
 
 
 def test_it_loads_only_what_the_kinds_read(django_assert_num_queries: Any) -> None:

@@ -107,11 +107,13 @@ class Condition:
 @dataclass(frozen=True, slots=True)
 class PolledConnection:
     """A connection that should be polled (enabled, not keyless, a credential, an adapter that polls),
-    with when it was last read (its latest reading, else its creation)."""
+    with when it was last read (its latest reading, else its creation) and how long its healthy polls
+    lie apart (the refresh interval, or its slower poll floor: DESIGN L5)."""
 
     id: str
     last_reading_at: datetime | None
     created_at: datetime
+    poll_interval_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,10 +286,13 @@ def connection_disabled(rule: Rule, inputs: AlertInputs, now: datetime) -> list[
 def readings_stale(rule: Rule, inputs: AlertInputs, now: datetime) -> list[Condition]:
     if rule.threshold is None:
         return []
-    limit = timedelta(minutes=rule.threshold)
+    threshold_s = rule.threshold * 60.0
     found = []
     for polled in inputs.polled:
         since = polled.last_reading_at or polled.created_at
+        # A connection polled less often than the threshold (a slow floor) is stale only once it
+        # misses a poll: two of its intervals without a reading.
+        limit = timedelta(seconds=max(threshold_s, 2 * polled.poll_interval_s))
         if now - since < limit or not _targets(rule, polled.id):
             continue
         what = "no reading since" if polled.last_reading_at else "never read; created at"
@@ -301,6 +306,7 @@ def readings_stale(rule: Rule, inputs: AlertInputs, now: datetime) -> list[Condi
                     "connection_id": polled.id,
                     "last_reading_at": format_utc(polled.last_reading_at) if polled.last_reading_at else None,
                     "threshold_min": rule.threshold,
+                    "poll_interval_s": polled.poll_interval_s,
                 },
             )
         )

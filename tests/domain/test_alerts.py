@@ -185,8 +185,14 @@ def test_it_finds_stale_readings() -> None:
         PolledConnection("stale", NOW - 30 * MIN, NOW - 900 * MIN),
         PolledConnection("never", None, NOW - 31 * MIN),
         PolledConnection("new", None, NOW - MIN),
+        PolledConnection("hourly, on time", NOW - 90 * MIN, NOW - 900 * MIN, poll_interval_s=3600),
+        PolledConnection("hourly, a poll missed", NOW - 120 * MIN, NOW - 900 * MIN, poll_interval_s=3600),
     )
-    assert subjects(Rule(1, "readings_stale", threshold=30), AlertInputs(polled=polled)) == ["stale", "never"]
+    assert subjects(Rule(1, "readings_stale", threshold=30), AlertInputs(polled=polled)) == [
+        "stale",
+        "never",
+        "hourly, a poll missed",
+    ]
 
 
 @pytest.mark.parametrize(
