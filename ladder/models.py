@@ -14,6 +14,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Lower, Trim
 
+from ladder.domain.alerts import RULE_KINDS as ALERT_RULE_KIND_NAMES
 from ladder.domain.alerts import Rule as AlertRuleSpec
 from ladder.domain.alerts import rule_errors as alert_rule_errors
 from ladder.domain.billing import normalise_auth_type
@@ -835,15 +836,7 @@ def rung_label(rung: int | None) -> str:
 # recovery when it closes. Channels carry the notifications; a delivery is one notification to one
 # channel, with a stable id that every retry repeats.
 
-ALERT_RULE_KINDS: tuple[str, ...] = (
-    "window_latched",  # a plan window latched (exhausted or at its reserve)
-    "window_forecast",  # a plan window is forecast to run out before its reset
-    "auto_id_empty",  # an auto id's pool turned empty (read from the escalation log); recovers on return
-    "budget_crossed",  # a rung budget crossed threshold % of its limit
-    "connection_disabled",  # a connection disabled, or needing re-authentication
-    "readings_stale",  # no reading for threshold minutes on a connection that should be polled
-    "beat_silent",  # the beat has not ticked for threshold minutes
-)
+ALERT_RULE_KINDS = ALERT_RULE_KIND_NAMES  # each described in ladder.domain.alerts
 ALERT_RULE_KIND_CHOICES = [(value, value) for value in ALERT_RULE_KINDS]
 ALERT_CHANNEL_KINDS: tuple[str, ...] = ("webhook", "slack", "discord", "email")
 ALERT_CHANNEL_KIND_CHOICES = [(value, value) for value in ALERT_CHANNEL_KINDS]

@@ -21,13 +21,13 @@ from ladder.domain.timefmt import format_utc
 from ladder.domain.types import Snapshot
 from ladder.domain.windows import blocking_reason, connection_limits, is_usable, reset_passed
 
-WINDOW_LATCHED = "window_latched"
-WINDOW_FORECAST = "window_forecast"
-AUTO_ID_EMPTY = "auto_id_empty"
-BUDGET_CROSSED = "budget_crossed"
-CONNECTION_DISABLED = "connection_disabled"
-READINGS_STALE = "readings_stale"
-BEAT_SILENT = "beat_silent"
+WINDOW_LATCHED = "window_latched"  # a plan window latched (exhausted or at its reserve)
+WINDOW_FORECAST = "window_forecast"  # a plan window is forecast to run out before its reset
+AUTO_ID_EMPTY = "auto_id_empty"  # an auto id's pool turned empty (the escalation log); recovers on return
+BUDGET_CROSSED = "budget_crossed"  # a rung budget crossed threshold % of its limit
+CONNECTION_DISABLED = "connection_disabled"  # a connection disabled, or needing re-authentication
+READINGS_STALE = "readings_stale"  # no reading for threshold minutes on a connection that should be polled
+BEAT_SILENT = "beat_silent"  # the beat has not ticked for threshold minutes
 RULE_KINDS: tuple[str, ...] = (
     WINDOW_LATCHED,
     WINDOW_FORECAST,
