@@ -1,18 +1,79 @@
-"""The connection page's 24-hour chart: each window's remaining quota, resets and cooldowns as coordinates
-in a fixed viewBox, which the template draws."""
+"""The connection page's chart: each window's remaining quota over a chosen range (1 h, 6 h, 24 h or
+7 d), its resets and cooldowns, labelled time and percent axes, and each window's forecast drawn as
+a dashed line from its latest reading down to the connection's cutoff, as coordinates in a fixed
+viewBox that the template draws.
+
+The plot runs from ``now - range`` to a little past ``now`` (a quarter of the range), so that a
+forecast that falls due soon has room to be drawn; a forecast beyond the plot's right edge is left
+to the words beside the chart.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from ladder import models as m
 from ladder.domain.types import Thresholds
 
 CHART_W = 720.0
 CHART_H = 200.0
-CHART_SPAN = timedelta(hours=24)
 CHART_COLOURS = ("c0", "c1", "c2", "c3", "c4", "c5")
+# The ranges offered, smallest first: (key, span, tick step, tick label format).
+CHART_RANGES: dict[str, tuple[timedelta, timedelta, str]] = {
+    "1h": (timedelta(hours=1), timedelta(minutes=10), "%H:%M"),
+    "6h": (timedelta(hours=6), timedelta(hours=1), "%H:%M"),
+    "24h": (timedelta(hours=24), timedelta(hours=4), "%H:%M"),
+    "7d": (timedelta(days=7), timedelta(days=1), "%b %d"),
+}
+CHART_RANGE_LABELS = {"1h": "1 h", "6h": "6 h", "24h": "24 h", "7d": "7 d"}
+# Without a chosen range: the smallest of these that holds the last 24 hours' readings (a demo's
+# minutes fill the plot instead of a line at its right edge); 7 days only when asked for.
+CHART_AUTO_RANGES = ("1h", "6h", "24h")
+CHART_DEFAULT_RANGE = "24h"
+CHART_AUTO_LOOKBACK = CHART_RANGES[CHART_DEFAULT_RANGE][0]
+# Room to the right of "now" for forecasts, as a fraction of the range.
+CHART_AHEAD_FRACTION = 0.25
+PCT_TICKS = (0, 25, 50, 75, 100)
+
+
+def chart_range_error(text: str | None) -> str:
+    """ "" when ``text`` is a range the chart offers (or none was given), else the message naming the
+    parameter."""
+    if text is None or text in CHART_RANGES:
+        return ""
+    return f"range must be one of {', '.join(CHART_RANGES)}; got {text[:20]!r}."
+
+
+def chart_range_auto(oldest: datetime | None, now: datetime) -> str:
+    """The smallest automatic range that holds every reading since ``oldest`` (24 h without one)."""
+    if oldest is None:
+        return CHART_DEFAULT_RANGE
+    for key in CHART_AUTO_RANGES:
+        if now - CHART_RANGES[key][0] <= oldest:
+            return key
+    return CHART_DEFAULT_RANGE
+
+
+class WindowPoint(NamedTuple):
+    """One window of one reading, as the chart needs it."""
+
+    reading_id: int
+    fetched_at: datetime
+    name: str
+    remaining_pct: float
+    reset_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ChartForecast:
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+    label: str
 
 
 @dataclass(frozen=True)
@@ -23,6 +84,7 @@ class ChartLine:
     last_pct: float
     last_x: float
     last_y: float
+    forecast: ChartForecast | None = None
 
 
 @dataclass(frozen=True)
@@ -36,6 +98,20 @@ class ChartSpan:
 class ChartMark:
     x: float
     label: str
+
+
+@dataclass(frozen=True)
+class ChartLevel:
+    y: float
+    label: str
+
+
+@dataclass(frozen=True)
+class RangeLink:
+    key: str
+    label: str
+    query: str
+    chosen: bool
 
 
 @dataclass
@@ -53,44 +129,120 @@ class Chart:
     end: datetime
     readings: int
     ticks: list[ChartMark]
+    range_key: str = CHART_DEFAULT_RANGE
+    range_chosen: bool = False  # False: picked automatically from the readings
+    now_x: float = CHART_W
+    levels: list[ChartLevel] | None = None
+    ranges: list[RangeLink] | None = None
 
+    @property
+    def range_label(self) -> str:
+        return CHART_RANGE_LABELS[self.range_key]
 
-def _x(moment: datetime, start: datetime) -> float:
-    fraction = (moment - start).total_seconds() / CHART_SPAN.total_seconds()
-    return round(min(1.0, max(0.0, fraction)) * CHART_W, 1)
+    @property
+    def query(self) -> str:
+        """The query string that keeps this range (empty when it was picked automatically)."""
+        return f"?range={self.range_key}" if self.range_chosen else ""
+
+    @property
+    def forecasts(self) -> list[ChartLine]:
+        return [line for line in self.lines if line.forecast is not None]
 
 
 def _y(pct: float) -> float:
     return round((100.0 - max(0.0, min(100.0, pct))) / 100.0 * CHART_H, 1)
 
 
+def _thin(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """At most the lowest and the highest point per pixel column, in time order, and always the
+    latest: 7 days of minute polls stay a few hundred points and every dip still shows."""
+    kept: list[tuple[float, float]] = []
+    column: list[tuple[int, tuple[float, float]]] = []
+    current: int | None = None
+
+    def flush() -> None:
+        if not column:
+            return
+        low = min(column, key=lambda item: item[1][1])
+        high = max(column, key=lambda item: item[1][1])
+        kept.extend(point for _, point in sorted({low, high}))
+
+    for index, point in enumerate(points):
+        pixel = int(point[0])
+        if pixel != current:
+            flush()
+            column, current = [], pixel
+        column.append((index, point))
+    flush()
+    if points and kept[-1] != points[-1]:
+        kept.append(points[-1])
+    return kept
+
+
+def _ticks(
+    start: datetime, end: datetime, step: timedelta, fmt: str, x: Callable[[datetime], float]
+) -> list[ChartMark]:
+    step_s = step.total_seconds()
+    first = datetime.fromtimestamp(-(-start.timestamp() // step_s) * step_s, tz=UTC)
+    marks = []
+    moment = first
+    while moment <= end:
+        marks.append(ChartMark(x(moment), moment.strftime(fmt)))
+        moment += step
+    return marks
+
+
 def chart_build(
-    readings: list[m.QuotaReading],
+    points: list[WindowPoint],
     failures: list[m.FailureEvent],
     cooldown_until: datetime | None,
     limits: Thresholds,
     now: datetime,
+    *,
+    range_key: str = CHART_DEFAULT_RANGE,
+    range_chosen: bool = False,
+    exhausts_at: dict[str, datetime] | None = None,
 ) -> Chart:
-    start = now - CHART_SPAN
+    """The chart of ``points`` (oldest first) over ``range_key``; ``exhausts_at`` maps a window's
+    name to its forecast (ladder.domain.forecast)."""
+    span, step, fmt = CHART_RANGES[range_key]
+    start = now - span
+    end = now + span * CHART_AHEAD_FRACTION
+    total_s = (end - start).total_seconds()
+
+    def x(moment: datetime) -> float:
+        fraction = (moment - start).total_seconds() / total_s
+        return round(min(1.0, max(0.0, fraction)) * CHART_W, 1)
+
     series: dict[str, list[tuple[float, float]]] = {}
     resets: dict[datetime, str] = {}
-    for reading in readings:
-        x = _x(reading.fetched_at, start)
-        for window in reading.windows.all():
-            series.setdefault(window.name, []).append((x, window.remaining_pct))
-            if window.reset_at is not None and start <= window.reset_at <= now:
-                resets.setdefault(window.reset_at, window.name)
-    lines = [
-        ChartLine(
-            name,
-            CHART_COLOURS[i % len(CHART_COLOURS)],
-            " ".join(f"{x:g},{_y(pct):g}" for x, pct in points),
-            points[-1][1],
-            points[-1][0],
-            _y(points[-1][1]),
+    readings: set[int] = set()
+    for point in points:
+        readings.add(point.reading_id)
+        series.setdefault(point.name, []).append((x(point.fetched_at), point.remaining_pct))
+        if point.reset_at is not None and start <= point.reset_at <= end:
+            resets.setdefault(point.reset_at, point.name)
+    cutoff_y = _y(limits.cutoff_pct)
+    lines = []
+    for i, (name, raw) in enumerate(series.items()):
+        last_x, last_pct = raw[-1]
+        forecast = None
+        due = (exhausts_at or {}).get(name)
+        if due is not None and now <= due <= end and last_pct > limits.cutoff_pct:
+            forecast = ChartForecast(
+                last_x, _y(last_pct), x(due), cutoff_y, f"{name} runs out at {due.astimezone(UTC):%H:%M} UTC"
+            )
+        lines.append(
+            ChartLine(
+                name,
+                CHART_COLOURS[i % len(CHART_COLOURS)],
+                " ".join(f"{px:g},{_y(pct):g}" for px, pct in _thin(raw)),
+                last_pct,
+                last_x,
+                _y(last_pct),
+                forecast,
+            )
         )
-        for i, (name, points) in enumerate(series.items())
-    ]
     spans = [
         (f.observed_at, f.cooldown_until)
         for f in failures
@@ -99,13 +251,10 @@ def chart_build(
     if cooldown_until is not None and cooldown_until > start:
         spans.append((min(now, cooldown_until), cooldown_until))
     cooldowns = []
-    for begin, end in spans:
-        x0, x1 = _x(max(begin, start), start), _x(min(end, now), start)
-        cooldowns.append(ChartSpan(x0, max(2.0, x1 - x0), f"cooldown until {end:%Y-%m-%d %H:%M:%S}Z"))
-    floor_y, cutoff_y = _y(limits.floor_pct), _y(limits.cutoff_pct)
-    ticks = [
-        ChartMark(_x(now - timedelta(hours=h), start), f"-{h}h" if h else "now") for h in (24, 18, 12, 6, 0)
-    ]
+    for begin, until in spans:
+        x0, x1 = x(max(begin, start)), x(min(until, end))
+        cooldowns.append(ChartSpan(x0, max(2.0, x1 - x0), f"cooldown until {until:%Y-%m-%d %H:%M:%S}Z"))
+    floor_y = _y(limits.floor_pct)
     return Chart(
         width=CHART_W,
         height=CHART_H,
@@ -114,10 +263,17 @@ def chart_build(
         cutoff_y=cutoff_y,
         floor_y=floor_y,
         lines=lines,
-        resets=[ChartMark(_x(at, start), f"{name} reset {at:%H:%M}Z") for at, name in sorted(resets.items())],
+        resets=[ChartMark(x(at), f"{name} reset {at:%H:%M}Z") for at, name in sorted(resets.items())],
         cooldowns=cooldowns,
         start=start,
-        end=now,
+        end=end,
         readings=len(readings),
-        ticks=ticks,
+        ticks=_ticks(start, end, step, fmt, x),
+        range_key=range_key,
+        range_chosen=range_chosen,
+        now_x=x(now),
+        levels=[ChartLevel(_y(pct), f"{pct}%") for pct in PCT_TICKS],
+        ranges=[
+            RangeLink(key, CHART_RANGE_LABELS[key], f"?range={key}", key == range_key) for key in CHART_RANGES
+        ],
     )

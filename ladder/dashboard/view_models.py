@@ -10,16 +10,23 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 from urllib.parse import quote, urlencode
 
-from django.db.models import Count, Prefetch, Sum
+from django.db.models import Count, Min, Sum
 from django.urls import reverse
 from msgspec.structs import replace
 
 from ladder import models as m
-from ladder.dashboard.chart import CHART_SPAN, Chart, chart_build
+from ladder.dashboard.chart import (
+    CHART_AUTO_LOOKBACK,
+    CHART_RANGES,
+    Chart,
+    WindowPoint,
+    chart_build,
+    chart_range_auto,
+)
 from ladder.dashboard.wording import (
     RUNG_TITLES,
     duration_words,
@@ -543,7 +550,52 @@ class ConnectionPage:
     credential: CredentialView
 
 
-def connection_page_build(*, connection_id: str, now: datetime) -> ConnectionPage | None:
+USAGE_SPAN = timedelta(hours=24)
+CHART_COOLDOWNS_MAX = 200
+
+
+def _chart_of(connection: Connection, config: LadderConfig, now: datetime, chart_range: str | None) -> Chart:
+    """The chart over ``chart_range``, or over the smallest automatic range that holds the last 24
+    hours' readings (one more query). One query for the windows' values, one for the cooldowns."""
+    readings = m.QuotaReading.objects.filter(connection_id=connection.id, fetched_at__lte=now)
+    if chart_range is None:
+        oldest = readings.filter(fetched_at__gte=now - CHART_AUTO_LOOKBACK).aggregate(at=Min("fetched_at"))
+        range_key = chart_range_auto(oldest["at"], now)
+    else:
+        range_key = chart_range
+    start = now - CHART_RANGES[range_key][0]
+    rows = (
+        m.QuotaWindow.objects.filter(
+            reading__connection_id=connection.id, reading__fetched_at__gte=start, reading__fetched_at__lte=now
+        )
+        .order_by("reading__fetched_at", "reading_id", "position", "id")
+        .values_list("reading_id", "reading__fetched_at", "name", "remaining_pct", "reset_at")
+    )
+    failures = list(
+        m.FailureEvent.objects.filter(
+            connection_id=connection.id, cooldown_until__gt=start, observed_at__lte=now
+        ).order_by("-observed_at", "-id")[:CHART_COOLDOWNS_MAX]
+    )
+    forecasts = {}
+    if connection.reading is not None:
+        forecasts = {w.name: w.exhausts_at for w in connection.reading.windows if w.exhausts_at is not None}
+    return chart_build(
+        [WindowPoint(*row) for row in rows],
+        failures,
+        connection.cooldown_until,
+        connection_limits(connection, config),
+        now,
+        range_key=range_key,
+        range_chosen=chart_range is not None,
+        exhausts_at=forecasts,
+    )
+
+
+def connection_page_build(
+    *, connection_id: str, now: datetime, chart_range: str | None = None
+) -> ConnectionPage | None:
+    """The connection page; ``chart_range`` is one of ``chart.CHART_RANGES`` (None: the smallest that
+    holds the last 24 hours' readings)."""
     snapshot = snapshot_load(now=now)
     connection = snapshot.connections_by_id.get(connection_id)
     row = m.Connection.objects.filter(pk=connection_id).first()
@@ -558,18 +610,11 @@ def connection_page_build(*, connection_id: str, now: datetime) -> ConnectionPag
             if other.id == connection_id:
                 card.models.extend(f"{model} (rung {column.rung.label})" for model in other.models)
                 card.pools.extend(other.pools)
-    start = now - CHART_SPAN
-    readings = list(
-        m.QuotaReading.objects.filter(connection_id=connection_id, fetched_at__gte=start, fetched_at__lte=now)
-        .order_by("fetched_at", "id")
-        .prefetch_related(Prefetch("windows", queryset=m.QuotaWindow.objects.order_by("position", "id")))
-    )
+    chart = _chart_of(connection, config, now, chart_range)
     failures = list(
         m.FailureEvent.objects.filter(connection_id=connection_id).order_by("-observed_at", "-id")[:20]
     )
-    chart_failures = [f for f in failures if f.observed_at >= start]
-    limits = connection_limits(connection, config)
-    chart = chart_build(readings, chart_failures, connection.cooldown_until, limits, now)
+    start = now - USAGE_SPAN
     usage_rows = list(
         m.UsageEvent.objects.filter(connection_id=connection_id).order_by("-occurred_at", "-id")[:20]
     )

@@ -23,6 +23,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from ladder.dashboard import view_models as ds
+from ladder.dashboard.chart import chart_range_error
 from ladder.domain.types import BILLINGS, OVERAGES
 from ladder.models import BillingCatalogEntry, Connection, catalog_key_label
 from ladder.security.login_throttle import ThrottledAuthenticationForm, throttled_answer
@@ -140,7 +141,13 @@ def escalations(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 @vary_on_headers("HX-Request")
 def connection_detail(request: HtmxHttpRequest, connection_id: str) -> HttpResponse:
-    page = ds.connection_page_build(connection_id=connection_id, now=timezone.now())
+    """The connection page; ``?range=`` one of 1h, 6h, 24h, 7d picks the chart's span (a bad one is a
+    400 naming the parameter, with the page on its automatic range)."""
+    chart_range = request.GET.get("range")
+    range_error = chart_range_error(chart_range)
+    page = ds.connection_page_build(
+        connection_id=connection_id, now=timezone.now(), chart_range=None if range_error else chart_range
+    )
     if page is None:
         raise Http404("No such connection.")
     context = {
@@ -148,9 +155,10 @@ def connection_detail(request: HtmxHttpRequest, connection_id: str) -> HttpRespo
         "can_refresh": request.user.has_perm(REFRESH_CONNECTION),
         "refresh_pending": refresh_is_pending(connection_id=connection_id),
         "poll_ms": poll_interval_ms(),
+        "range_error": range_error,
     }
     template = "ladder/connection.html#detail" if request.htmx else "ladder/connection.html"
-    return render(request, template, context)
+    return render(request, template, context, status=400 if range_error else 200)
 
 
 def _connection_editable(request: HtmxHttpRequest, connection_id: str, action: str) -> None:

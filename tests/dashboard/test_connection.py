@@ -95,7 +95,7 @@ def test_it_charts_the_windows_of_the_last_24_hours(viewer: Client) -> None:
     reading_add("plan-1", {"5h": 80, "7d": 90}, at=now - timedelta(hours=6), reset_in=timedelta(hours=2))
     reading_add("plan-1", {"5h": 40, "7d": 85}, at=now - timedelta(hours=1))
     reading_add("plan-1", {"5h": 10}, at=now - timedelta(hours=30))  # outside the chart
-    html = viewer.get(url()).content.decode()
+    html = viewer.get(url() + "?range=24h").content.decode()
     assert '<svg class="chart-svg"' in html
     assert html.count('<polyline class="series') == 2
     assert "<title>5h</title>" in html
@@ -131,7 +131,7 @@ def test_it_marks_cooldowns_on_the_chart(viewer: Client) -> None:
         observed_at=now - timedelta(hours=2),
         detail="plan exhausted",
     )
-    html = viewer.get(url()).content.decode()
+    html = viewer.get(url() + "?range=6h").content.decode()
     assert '<rect class="cooldown"' in html
     assert "quota_exhausted" in html
     assert "plan exhausted" in html
