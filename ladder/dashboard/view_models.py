@@ -55,6 +55,7 @@ from ladder.domain.autoid import parse_auto_id
 from ladder.domain.billing import BillingVerdict
 from ladder.domain.budgets import RungBudget
 from ladder.domain.credentials import NEEDS_REAUTH, REFRESHABLE_KINDS, default_owner, expires_in_text
+from ladder.domain.scopes import scope_words
 from ladder.domain.types import LadderConfig, Thresholds
 from ladder.domain.windows import connection_limits, is_too_old, is_usable, reading_age_s, reset_passed
 from ladder.selectors import (
@@ -272,7 +273,7 @@ def _window_view(window: Window, limits: Thresholds, now: datetime) -> WindowVie
         reset_at=window.reset_at,
         reset_in=until_words(window.reset_at, now),
         reset_passed=reset_passed(window, now),
-        scope=", ".join(window.scope_models) or "all models",
+        scope=scope_words(window.scope_models),
         exit_cutoff_pct=limits.exit_cutoff_pct,
         reserve_pct=limits.reserve_pct,
         forecast=forecast_words(window.exhausts_at, window.reset_at, now),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
+from ladder.domain.scopes import globs_not_ending_with
 from ladder.domain.types import Failure, Reading, Window
 from ladder.providers.base import (
     BaseAdapter,
@@ -35,16 +36,7 @@ KEY_WINDOW = "key-limit"
 FREE_WINDOW = "daily-requests"
 FREE_SUFFIX = ":free"
 FREE_MODELS = (f"*{FREE_SUFFIX}",)
-
-
-def globs_not_ending_with(suffix: str) -> tuple[str, ...]:
-    """Globs matching every id that does not end with ``suffix`` (fnmatch has no negation): ids
-    shorter than it, and ids whose k-th character from the end differs from the suffix's."""
-    shorter = tuple("?" * length for length in range(1, len(suffix)))
-    differs = tuple(f"*[!{char}]" + "?" * k for k, char in enumerate(reversed(suffix)))
-    return shorter + differs
-
-
+# The key cap's scope; the dashboard shows it as "every model except *:free" (domain.scopes).
 PAID_MODELS = globs_not_ending_with(FREE_SUFFIX)
 # ``limit_reset`` → the usage field that counts that period's spend.
 _PERIOD_FIELDS = {

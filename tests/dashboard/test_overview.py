@@ -9,6 +9,9 @@ from django.utils import timezone
 from pytest_django import DjangoAssertNumQueries
 
 from ladder import models as m
+from ladder.domain.types import Reading
+from ladder.providers.openrouter import parse_key
+from ladder.services.readings import reading_record
 from tests.dashboard.factories import (
     catalog_row,
     connection_create,
@@ -180,3 +183,22 @@ def test_it_sends_an_htmx_poll_without_a_session_to_the_login_page_whole(client:
     response = client.get(URL, HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL="http://testserver/")
     assert response.status_code == 200
     assert response["HX-Redirect"] == f"{reverse('ladder:login')}?next=%2F"
+
+
+def test_it_shows_the_openrouter_key_cap_scope_as_written_never_its_globs(viewer: Client) -> None:
+    catalog_row("openrouter", "apikey", "metered", "meters-to-paid")
+    model_row("openrouter", "meta/llama:free", price="0")
+    connection_create("or-key", provider="openrouter", auth_type="apikey")
+    now = timezone.now()
+    body = {"data": {"limit": 10, "limit_remaining": 4, "limit_reset": "monthly"}}
+    key_cap = parse_key(body, now).windows
+    reading_record(connection_id="or-key", reading=Reading(fetched_at=now, windows=key_cap), now=now)
+
+    html = viewer.get(URL).content.decode()
+    card = card_html(html, "or-key", 2)
+    assert "key-limit" in card
+    assert "every model except *:free" in card
+    assert "[!" not in html
+    page = viewer.get(reverse("ladder:connection_page", args=["or-key"])).content.decode()
+    assert "every model except *:free" in page
+    assert "[!" not in page
