@@ -516,6 +516,45 @@ def escalation_counts() -> dict[tuple[str, str], int]:
     return counts
 
 
+# --- alerts, as the dashboard shows them (read only; ladder.services write them) ----------------
+
+
+def alert_episodes_open(*, limit: int = 200) -> list[m.AlertEpisode]:
+    """The episodes still open, newest first, with their rules."""
+    return list(m.AlertEpisode.objects.filter(closed_at__isnull=True).select_related("rule")[:limit])
+
+
+def alert_episodes_closed(*, offset: int = 0, limit: int = 50) -> list[m.AlertEpisode]:
+    """One page of the closed episodes, most recently closed first (``limit`` + 1 rows are asked for,
+    so that the caller knows whether an older page exists)."""
+    rows = m.AlertEpisode.objects.filter(closed_at__isnull=False).select_related("rule")
+    return list(rows.order_by("-closed_at", "-id")[offset : offset + limit + 1])
+
+
+def alert_deliveries_recent(*, status: str | None = None, limit: int = 100) -> list[m.AlertDelivery]:
+    """The latest deliveries (of one status when given), newest first, with channel and episode."""
+    rows = m.AlertDelivery.objects.select_related("channel", "episode__rule")
+    if status is not None:
+        rows = rows.filter(status=status)
+    return list(rows.order_by("-created_at", "-id")[:limit])
+
+
+def alert_delivery_counts() -> dict[str, int]:
+    """How many deliveries each status holds (every status present, 0 when none)."""
+    counts = dict.fromkeys(m.ALERT_DELIVERY_STATUSES, 0)
+    for status, count in m.AlertDelivery.objects.values_list("status").annotate(n=Count("id")).order_by():
+        counts[status] = count
+    return counts
+
+
+def alert_channels_all() -> list[m.AlertChannel]:
+    return list(m.AlertChannel.objects.order_by("name", "id"))
+
+
+def alert_rules_all() -> list[m.AlertRule]:
+    return list(m.AlertRule.objects.order_by("kind", "name", "id").prefetch_related("channels"))
+
+
 # --- Redis: the counters services keep there (ladder.services.escalations, refresh_metrics) --------
 # Never read to resolve a pool: /metrics reads them here. The client is shared with the services
 # that write (ladder.services.hotstate re-exports it). Every call times out fast

@@ -25,9 +25,18 @@ from django_htmx.middleware import HtmxDetails
 from ladder.dashboard import view_models as ds
 from ladder.dashboard.chart import chart_range_error
 from ladder.domain.types import BILLINGS, OVERAGES
-from ladder.models import BillingCatalogEntry, Connection, catalog_key_label
+from ladder.models import (
+    ALERT_DELIVERY_STATUSES,
+    AlertChannel,
+    AlertRule,
+    BillingCatalogEntry,
+    Connection,
+    catalog_key_label,
+)
 from ladder.security.login_throttle import ThrottledAuthenticationForm, throttled_answer
 from ladder.selectors import connection_poll_floor
+from ladder.services.alert_delivery import enqueue_test
+from ladder.services.alert_settings import alert_rule_update
 from ladder.services.catalog import EDITABLE_FIELDS, catalog_entry_create, catalog_entry_update
 from ladder.services.credentials import credential_import
 from ladder.services.refresh import refresh_is_pending, refresh_request
@@ -361,3 +370,99 @@ def catalog_entry_new(request: HtmxHttpRequest) -> HttpResponse:
         messages.success(request, f"{entry}: curated.")
         return redirect(f"{reverse('ladder:catalog')}#entry-{entry.pk}")
     return _entry_response(request, entry, editing=False, saved=len(changes))
+
+
+# --- alerts -----------------------------------------------------------------------------------
+
+TEST_CHANNEL = "ladder.change_alertchannel"
+CHANGE_RULE = "ladder.change_alertrule"
+
+
+def _can(request: HttpRequest, permission: str) -> bool:
+    user = request.user
+    return bool(user.is_authenticated and user.is_staff and user.has_perm(permission))
+
+
+def _alerts_query(request: HttpRequest) -> tuple[int, str, str]:
+    """(page, status, error): ``?page=`` a page of the history from 1, ``?status=`` pending, sent or
+    failed; a bad one is named, and the page shows its first page of every status."""
+    text = request.GET.get("page", "1").strip() or "1"
+    status = request.GET.get("status", "").strip()
+    if not text.isdigit() or int(text) < 1 or int(text) > 100_000:
+        return 1, "", f"page must be a whole number from 1; got {text[:20]!r}."
+    if status and status not in ALERT_DELIVERY_STATUSES:
+        return 1, "", f"status must be one of {', '.join(ALERT_DELIVERY_STATUSES)}; got {status[:20]!r}."
+    return int(text), status, ""
+
+
+def _alerts_render(
+    request: HtmxHttpRequest,
+    *,
+    page: int = 1,
+    status: str = "",
+    error: str = "",
+    error_rule_id: int | None = None,
+    rule_errors: dict[str, list[str]] | None = None,
+    rule_values: dict[str, Any] | None = None,
+    http_status: int = 200,
+) -> HttpResponse:
+    context = {
+        "alerts": ds.alerts_page_build(now=timezone.now(), page=page, status=status),
+        "query_error": error,
+        "can_test": _can(request, TEST_CHANNEL),
+        "can_edit_rules": _can(request, CHANGE_RULE),
+        "error_rule_id": error_rule_id,
+        "rule_errors": rule_errors or {},
+        "rule_values": rule_values or {},
+        "statuses": ALERT_DELIVERY_STATUSES,
+        "poll_ms": poll_interval_ms(),
+    }
+    template = "ladder/alerts.html#live" if request.htmx else "ladder/alerts.html"
+    return render(request, template, context, status=http_status)
+
+
+@dashboard_login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def alerts(request: HtmxHttpRequest) -> HttpResponse:
+    """Open alert episodes, their history, the deliveries (failed ones shown with their error), the
+    channels with a "send a test" button and the rules."""
+    page, status, error = _alerts_query(request)
+    return _alerts_render(request, page=page, status=status, error=error, http_status=400 if error else 200)
+
+
+@dashboard_login_required
+@require_POST
+def alert_channel_test(request: HtmxHttpRequest, channel_id: int) -> HttpResponseBase:
+    """Queue a test notification to one channel (its delivery shows below as it is sent or fails)."""
+    if not _can(request, TEST_CHANNEL):
+        raise PermissionDenied("Sending a test needs a staff login with the change permission on channels.")
+    channel = get_object_or_404(AlertChannel, pk=channel_id)
+    delivery = enqueue_test(channel=channel, now=timezone.now())
+    messages.success(request, f"Test queued to {channel.name}: delivery {delivery.delivery_id}.")
+    return redirect(f"{reverse('ladder:alerts')}#deliveries")
+
+
+@dashboard_login_required
+@require_POST
+def alert_rule_edit(request: HtmxHttpRequest, rule_id: int) -> HttpResponseBase:
+    """Turn a rule on or off and set its threshold and quiet period; a bad value is named by its field
+    and nothing is saved."""
+    if not _can(request, CHANGE_RULE):
+        raise PermissionDenied("Editing alert rules needs a staff login with the change permission.")
+    enabled = request.POST.get("enabled") in ("on", "true", "1")
+    threshold = request.POST.get("threshold", "")
+    quiet_period_s = request.POST.get("quiet_period_s", "")
+    values = {"enabled": enabled, "threshold": threshold, "quiet_period_s": quiet_period_s}
+    try:
+        rule = alert_rule_update(
+            rule_id=rule_id, enabled=enabled, threshold=threshold, quiet_period_s=quiet_period_s
+        )
+    except AlertRule.DoesNotExist:
+        raise Http404("No such alert rule.") from None
+    except ValidationError as exc:
+        return _alerts_render(
+            request, error_rule_id=rule_id, rule_errors=_errors(exc), rule_values=values, http_status=422
+        )
+    messages.success(request, f"Rule {rule.name} saved{'' if rule.enabled else ' (off)'}.")
+    return redirect(f"{reverse('ladder:alerts')}#rule-{rule.pk}")
