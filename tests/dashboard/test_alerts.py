@@ -248,9 +248,16 @@ def test_it_edits_a_rule(operator: Client) -> None:
     html = operator.get(URL).content.decode()
     assert "Rule cheap budget saved (off)." in html
 
-    operator.post(rule_url(budget), {"enabled": "on", "threshold": "", "quiet_period_s": "900"})
+    operator.post(rule_url(budget), {"enabled": "on", "threshold": "100", "quiet_period_s": "900"})
     budget.refresh_from_db()
-    assert (budget.enabled, budget.threshold, budget.quiet_period_s) == (True, None, 900)
+    assert (budget.enabled, budget.threshold, budget.quiet_period_s) == (True, 100, 900)
+
+
+def test_it_stores_an_empty_threshold_as_none(operator: Client) -> None:
+    latched = rule(threshold=None)
+    operator.post(rule_url(latched), {"enabled": "on", "threshold": " ", "quiet_period_s": "60"})
+    latched.refresh_from_db()
+    assert (latched.enabled, latched.threshold, latched.quiet_period_s) == (True, None, 60)
 
 
 @pytest.mark.parametrize(
