@@ -14,9 +14,10 @@ def rule() -> m.AlertRule:
 
 
 def test_it_sets_enabled_threshold_and_quiet_period() -> None:
-    saved = alert_rule_update(rule_id=rule().pk, enabled=False, threshold=" 50 ", quiet_period_s="600")
+    row = rule()
+    saved = alert_rule_update(rule_id=row.pk, enabled=False, threshold=" 50 ", quiet_period_s="600")
     assert (saved.enabled, saved.threshold, saved.quiet_period_s) == (False, 50, 600)
-    assert m.AlertRule.objects.get().threshold == 50
+    assert m.AlertRule.objects.get(pk=row.pk).threshold == 50
 
 
 def test_it_names_every_bad_field_and_saves_nothing() -> None:
