@@ -180,7 +180,7 @@ def test_it_reads_the_page_in_a_fixed_number_of_queries(
     for i in range(30):
         ep = episode(latched, f"conn-{i}/5h", ago_min=60, closed_ago_min=None if i % 2 else 10)
         delivery(channel, status="failed" if i % 3 == 0 else "sent", attempts=2, ep=ep)
-    with django_assert_max_num_queries(14):
+    with django_assert_max_num_queries(10):  # 9 measured: session, user, 7 reads
         viewer.get(URL)
 
 
