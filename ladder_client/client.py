@@ -13,8 +13,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -200,15 +201,177 @@ def _headers(headers: Mapping[str, str] | httpx.Headers | None) -> dict[str, str
     return {str(name): str(value) for name, value in (headers or {}).items()}
 
 
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One API call as both clients send it: built once here, sent by ``LadderClient._send`` or
+    ``AsyncLadderClient._send``, its JSON answer read by ``decode``."""
+
+    method: str
+    path: str
+    body: Any
+    idempotent: bool
+    decode: Callable[[Any], T]
+
+
+def resolve_call(model: str, candidates: tuple[Candidate, ...] | None) -> Call[Resolution]:
+    body: dict[str, Any] = {"model": model}
+    if candidates is not None:
+        body["candidates"] = [to_json(candidate) for candidate in candidates]
+    # A read: sending it twice only recomputes the answer (and refresh requests are deduplicated).
+    return Call("POST", "/api/v1/pools/resolve", body, True, lambda doc: _parsed(doc, Resolution))
+
+
+def usage_call(events: UsageEvent | Iterable[UsageEvent]) -> Call[UsageReport]:
+    if isinstance(events, UsageEvent):
+        body: Any = to_json(events)
+    else:
+        batch = [to_json(event) for event in events]
+        if not batch:
+            raise ValueError("report_usage: send at least one event")
+        body = {"events": batch}
+    # Safe to resend: the ladder counts each request_id once and answers a replay like the first
+    # time, so a report whose answer was lost is not counted twice.
+    return Call("POST", "/api/v1/usage", body, True, lambda doc: _parsed(doc, UsageReport))
+
+
+def failure_call(
+    connection_id: str,
+    status: int,
+    headers: Mapping[str, str] | httpx.Headers | None,
+    body: object,
+    model: str | None,
+    observed_at: datetime | None,
+) -> Call[FailureOutcome]:
+    document: dict[str, Any] = {"status": status, "headers": _headers(headers), "body": _failure_body(body)}
+    if model is not None:
+        document["model"] = model
+    if observed_at is not None:
+        document["observed_at"] = format_time(observed_at, "observed_at")
+    # Not idempotent: each report raises the backoff level and is stored, so a request that may
+    # have reached the ladder is never sent again (only one that provably never left).
+    path = f"/api/v1/connections/{_segment(connection_id)}/failures"
+    return Call("POST", path, document, False, lambda doc: _parsed(doc, FailureOutcome))
+
+
+def _reading(answer: Any) -> Reading | None:
+    reading = answer.get("reading") if isinstance(answer, dict) else None
+    return None if reading is None else _parsed(reading, Reading)
+
+
+def observation_call(
+    connection_id: str,
+    headers: Mapping[str, str] | httpx.Headers,
+    status: int,
+    observed_at: datetime | None,
+) -> Call[Reading | None]:
+    document: dict[str, Any] = {"status": status, "headers": _headers(headers)}
+    if observed_at is not None:
+        document["observed_at"] = format_time(observed_at, "observed_at")
+    # Storing the same headers twice stores the same reading: harmless to resend.
+    path = f"/api/v1/connections/{_segment(connection_id)}/observations"
+    return Call("POST", path, document, True, _reading)
+
+
+def connections_call() -> Call[ConnectionsReport]:
+    return Call("GET", "/api/v1/connections", None, True, lambda doc: _parsed(doc, ConnectionsReport))
+
+
+def _one_connection(document: Any) -> ConnectionState:
+    report = _parsed(document, ConnectionsReport)
+    if len(report.connections) != 1:
+        raise LadderProtocolError(f"expected one connection, got {len(report.connections)}")
+    return report.connections[0]
+
+
+def connection_call(connection_id: str) -> Call[ConnectionState]:
+    return Call("GET", f"/api/v1/connections/{_segment(connection_id)}", None, True, _one_connection)
+
+
+def credential_call(connection_id: str) -> Call[BorrowedCredential]:
+    path = f"/api/v1/connections/{_segment(connection_id)}/credential"
+    return Call("GET", path, None, True, lambda doc: _parsed(doc, BorrowedCredential))
+
+
+def transport_error(
+    exc: httpx.TransportError, call: Call[Any], *, base_url: str, attempts: int, retries: int
+) -> LadderError | None:
+    """What a transport failure means for ``call`` after ``attempts`` sends: None to retry it (a
+    request that never reached the ladder, whatever the call; for idempotent calls only, one whose
+    connection dropped before the answer), else the LadderError to raise. A read timeout is not
+    retried: the ladder may still be working on it, and the caller's time is spent."""
+    method, path = call.method, call.path
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
+        if attempts <= retries:
+            return None
+        return LadderError(
+            f"could not connect to the ladder at {base_url}: {_why(exc)}",
+            code="connection_failed",
+            attempts=attempts,
+        )
+    if isinstance(exc, httpx.TimeoutException):
+        return LadderError(
+            f"the ladder did not answer {method} {path} in time: {_why(exc)}",
+            code="timeout",
+            attempts=attempts,
+        )
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+        if call.idempotent and attempts <= retries:
+            return None
+        return LadderError(
+            f"the connection to the ladder dropped during {method} {path}: {_why(exc)}",
+            code="connection_lost",
+            attempts=attempts,
+        )
+    return LadderError(f"{method} {path} failed: {_why(exc)}", code="transport_error", attempts=attempts)
+
+
+def answer_of(response: httpx.Response, call: Call[T], *, attempts: int) -> T:
+    """The decoded answer to ``call``, or the LadderError its response stands for."""
+    if response.status_code >= 400:
+        raise error_from_response(response, attempts=attempts)
+    try:
+        document = response.json()
+    except ValueError:
+        raise LadderError(
+            f"the ladder answered {call.method} {call.path} with something other than JSON",
+            code="unexpected_response",
+            status=response.status_code,
+            attempts=attempts,
+        ) from None
+    return call.decode(document)
+
+
+def backoff_s(retry_backoff_s: float, attempts: int) -> float:
+    return retry_backoff_s * (2 ** (attempts - 1))
+
+
+def client_headers(token: str) -> dict[str, str]:
+    return {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/json",
+        "User-Agent": "ladder-client/0.1",
+    }
+
+
+def check_options(timeout_s: float, retries: int, cache_ttl_s: float) -> None:
+    if timeout_s <= 0:
+        raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+    if retries < 0:
+        raise ValueError(f"retries must be 0 or more, got {retries}")
+    if cache_ttl_s < 0:
+        raise ValueError(f"cache_ttl_s must be 0 (off) or more, got {cache_ttl_s}")
+
+
 class LadderClient:
     """The gateway's calls to the ladder.
 
     Timeouts: ``timeout_s`` bounds each request (connect, read, write). Retries: only when the
-    connection failed (see ``_send``), at most ``retries`` times, after ``retry_backoff_s`` × 2^n;
-    an HTTP answer, even a 5xx, is never retried: the ladder answered, and the caller decides.
-    ``cache_ttl_s`` > 0 keeps each resolution that long (per model and candidates) for gateways
-    that resolve on every request; a reported failure empties the cache, since it changes what
-    the ladder would answer.
+    connection failed (see ``transport_error``), at most ``retries`` times, after
+    ``retry_backoff_s`` × 2^n; an HTTP answer, even a 5xx, is never retried: the ladder answered,
+    and the caller decides. ``cache_ttl_s`` > 0 keeps each resolution that long (per model and
+    candidates) for gateways that resolve on every request; a reported failure empties the cache,
+    since it changes what the ladder would answer. ``AsyncLadderClient`` (ladder_client.aclient)
+    makes the same calls from an event loop.
     """
 
     def __init__(
@@ -223,12 +386,7 @@ class LadderClient:
         retry_backoff_s: float = DEFAULT_RETRY_BACKOFF_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if timeout_s <= 0:
-            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
-        if retries < 0:
-            raise ValueError(f"retries must be 0 or more, got {retries}")
-        if cache_ttl_s < 0:
-            raise ValueError(f"cache_ttl_s must be 0 (off) or more, got {cache_ttl_s}")
+        check_options(timeout_s, retries, cache_ttl_s)
         self.base_url = base_url.rstrip("/")
         self.retries = retries
         self.retry_backoff_s = retry_backoff_s
@@ -237,11 +395,7 @@ class LadderClient:
             base_url=self.base_url,
             timeout=httpx.Timeout(timeout_s),
             transport=transport,
-            headers={
-                "Authorization": f"Bearer {token}",
-                "Accept": "application/json",
-                "User-Agent": "ladder-client/0.1",
-            },
+            headers=client_headers(token),
         )
 
     def __repr__(self) -> str:
@@ -265,28 +419,13 @@ class LadderClient:
         cached = self.cache.get(key)
         if cached is not None:
             return cached
-        body: dict[str, Any] = {"model": model}
-        if frozen is not None:
-            body["candidates"] = [to_json(candidate) for candidate in frozen]
-        # A read: sending it twice only recomputes the answer (and refresh requests are deduplicated).
-        document = self._send("POST", "/api/v1/pools/resolve", body, idempotent=True)
-        resolution = _parsed(document, Resolution)
+        resolution = self._send(resolve_call(model, frozen))
         self.cache.put(key, resolution)
         return resolution
 
     def report_usage(self, events: UsageEvent | Iterable[UsageEvent]) -> UsageReport:
         """Count one event, or a batch of up to 1,000 (all or none); returns the rung budgets after."""
-        if isinstance(events, UsageEvent):
-            body: Any = to_json(events)
-        else:
-            batch = [to_json(event) for event in events]
-            if not batch:
-                raise ValueError("report_usage: send at least one event")
-            body = {"events": batch}
-        # Safe to resend: the ladder counts each request_id once and answers a replay like the first
-        # time, so a report whose answer was lost is not counted twice.
-        document = self._send("POST", "/api/v1/usage", body, idempotent=True)
-        return _parsed(document, UsageReport)
+        return self._send(usage_call(events))
 
     def report_failure(
         self,
@@ -298,22 +437,9 @@ class LadderClient:
         observed_at: datetime | None = None,
     ) -> FailureOutcome:
         """An upstream error answer (429, 402, 401…), classified by the connection's adapter."""
-        document: dict[str, Any] = {
-            "status": status,
-            "headers": _headers(headers),
-            "body": _failure_body(body),
-        }
-        if model is not None:
-            document["model"] = model
-        if observed_at is not None:
-            document["observed_at"] = format_time(observed_at, "observed_at")
-        # Not idempotent: each report raises the backoff level and is stored, so a request that may
-        # have reached the ladder is never sent again (only one that provably never left).
-        answer = self._send(
-            "POST", f"/api/v1/connections/{_segment(connection_id)}/failures", document, idempotent=False
-        )
+        outcome = self._send(failure_call(connection_id, status, headers, body, model, observed_at))
         self.cache.clear()
-        return _parsed(answer, FailureOutcome)
+        return outcome
 
     def report_observation(
         self,
@@ -323,37 +449,20 @@ class LadderClient:
         observed_at: datetime | None = None,
     ) -> Reading | None:
         """An upstream reply's rate-limit headers; the reading stored, or None if they told nothing."""
-        document: dict[str, Any] = {"status": status, "headers": _headers(headers)}
-        if observed_at is not None:
-            document["observed_at"] = format_time(observed_at, "observed_at")
-        # Storing the same headers twice stores the same reading: harmless to resend.
-        answer = self._send(
-            "POST", f"/api/v1/connections/{_segment(connection_id)}/observations", document, idempotent=True
-        )
-        reading = answer.get("reading") if isinstance(answer, dict) else None
-        if reading is None:
-            return None
-        return _parsed(reading, Reading)
+        return self._send(observation_call(connection_id, headers, status, observed_at))
 
     def connections(self) -> ConnectionsReport:
-        return _parsed(self._send("GET", "/api/v1/connections", None, idempotent=True), ConnectionsReport)
+        return self._send(connections_call())
 
     def connection(self, connection_id: str) -> ConnectionState:
-        document = self._send("GET", f"/api/v1/connections/{_segment(connection_id)}", None, idempotent=True)
-        report = _parsed(document, ConnectionsReport)
-        if len(report.connections) != 1:
-            raise LadderProtocolError(f"expected one connection, got {len(report.connections)}")
-        return report.connections[0]
+        return self._send(connection_call(connection_id))
 
     def credential(self, connection_id: str) -> BorrowedCredential:
         """A ladder-owned connection's current access token (scope ``credentials``): the ladder
         refreshes it first when it is within its lead time, so that one program redeems each
         single-use refresh token. Errors: 409 ``credential_not_owned``, ``no_credential`` or
         ``needs_reauth``; 503 ``refresh_in_progress`` (see ``retry_after_s``)."""
-        document = self._send(
-            "GET", f"/api/v1/connections/{_segment(connection_id)}/credential", None, idempotent=True
-        )
-        return _parsed(document, BorrowedCredential)
+        return self._send(credential_call(connection_id))
 
     def push_credential(
         self,
@@ -371,75 +480,36 @@ class LadderClient:
         if account_id is not None:
             document["account_id"] = account_id
         # Storing the same token twice stores the same credential: harmless to resend.
-        answer = self._send(
-            "PUT", f"/api/v1/connections/{_segment(connection_id)}/credential", document, idempotent=True
-        )
-        return _parsed(answer, CredentialStored).credential
+        path = f"/api/v1/connections/{_segment(connection_id)}/credential"
+        stored = self._send(Call("PUT", path, document, True, lambda doc: _parsed(doc, CredentialStored)))
+        return stored.credential
 
     def models(self) -> tuple[str, ...]:
         """The auto ids the ladder advertises (``GET /v1/models``)."""
-        document = self._send("GET", "/v1/models", None, idempotent=True)
-        return tuple(model.id for model in _parsed(document, ModelList).data)
+        listed = self._send(Call("GET", "/v1/models", None, True, lambda doc: _parsed(doc, ModelList)))
+        return tuple(model.id for model in listed.data)
 
     # --- the transport ------------------------------------------------------------------------
 
-    def _send(self, method: str, path: str, body: Any, *, idempotent: bool) -> Any:
-        """One API call; the JSON answer, or LadderError.
-
-        Retried, up to ``retries`` times: a request that never reached the ladder (connection
-        refused or timed out, no pooled connection free), whatever the call; and, for idempotent
-        calls only, one whose connection dropped before the answer came. A read timeout is not
-        retried: the ladder may still be working on it, and the caller's time is spent."""
+    def _send(self, call: Call[T]) -> T:
+        """One API call; its decoded answer, or LadderError (retries: see ``transport_error``)."""
         attempts = 0
         while True:
             attempts += 1
             try:
-                response = self._http.request(method, path, json=body)
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-                if attempts <= self.retries:
-                    self._pause(attempts, exc)
-                    continue
-                raise LadderError(
-                    f"could not connect to the ladder at {self.base_url}: {_why(exc)}",
-                    code="connection_failed",
-                    attempts=attempts,
-                ) from exc
-            except httpx.TimeoutException as exc:
-                raise LadderError(
-                    f"the ladder did not answer {method} {path} in time: {_why(exc)}",
-                    code="timeout",
-                    attempts=attempts,
-                ) from exc
-            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-                if idempotent and attempts <= self.retries:
-                    self._pause(attempts, exc)
-                    continue
-                raise LadderError(
-                    f"the connection to the ladder dropped during {method} {path}: {_why(exc)}",
-                    code="connection_lost",
-                    attempts=attempts,
-                ) from exc
+                response = self._http.request(call.method, call.path, json=call.body)
             except httpx.TransportError as exc:
-                raise LadderError(
-                    f"{method} {path} failed: {_why(exc)}",
-                    code="transport_error",
-                    attempts=attempts,
-                ) from exc
-            break
-        if response.status_code >= 400:
-            raise error_from_response(response, attempts=attempts)
-        try:
-            return response.json()
-        except ValueError:
-            raise LadderError(
-                f"the ladder answered {method} {path} with something other than JSON",
-                code="unexpected_response",
-                status=response.status_code,
-                attempts=attempts,
-            ) from None
+                error = transport_error(
+                    exc, call, base_url=self.base_url, attempts=attempts, retries=self.retries
+                )
+                if error is not None:
+                    raise error from exc
+                self._pause(attempts, exc)
+                continue
+            return answer_of(response, call, attempts=attempts)
 
     def _pause(self, attempts: int, exc: Exception) -> None:
-        delay_s = self.retry_backoff_s * (2 ** (attempts - 1))
+        delay_s = backoff_s(self.retry_backoff_s, attempts)
         logger.info("ladder unreachable (%s); retry %d of %d in %.2fs", exc, attempts, self.retries, delay_s)
         if delay_s > 0:
             time.sleep(delay_s)
