@@ -167,6 +167,16 @@ def original_model_group(request_kwargs: Mapping[str, Any] | None) -> str | None
     return None
 
 
+def group_deployments(router: Any, model_group: str) -> list[Mapping[str, Any]]:
+    """The deployments of a model group, as the router lists them."""
+    registry = getattr(router, "registry", None)
+    if callable(registry):
+        found = registry().deployments(model_group)
+    else:  # LiteLLM releases before the registry view
+        found = router.get_model_list(model_name=model_group)
+    return [deployment for deployment in found or () if isinstance(deployment, Mapping)]
+
+
 # --- the routing strategy ---------------------------------------------------------------------
 
 
@@ -182,12 +192,7 @@ class LadderRoutingStrategy(CustomRoutingStrategyBase):
         self.client = client
 
     def deployments(self, model_group: str) -> list[Mapping[str, Any]]:
-        registry = getattr(self.router, "registry", None)
-        if callable(registry):
-            found = registry().deployments(model_group)
-        else:  # LiteLLM releases before the registry view
-            found = self.router.get_model_list(model_name=model_group)
-        return [deployment for deployment in found or () if isinstance(deployment, Mapping)]
+        return group_deployments(self.router, model_group)
 
     def pick(self, model_group: str, request_kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The deployment for one attempt of a request for ``model_group``."""

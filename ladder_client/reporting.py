@@ -1,0 +1,376 @@
+"""What a gateway tells the ladder, sent the cheap way: batched usage, coalesced quota headers,
+failures at once, and borrowed credentials cached. Shared by the LiteLLM proxy hook
+(``ladder_client.litellm_proxy``) and the Router callback (``ladder_client.litellm_router``); it
+imports no LiteLLM.
+
+- **Usage** goes into a bounded queue and leaves in batches (``POST /api/v1/usage`` takes up to
+  1,000 events), every ``flush_interval_s`` or as soon as a batch is full, and at shutdown
+  (``aclose``, or ``drain_sync`` from an ``atexit`` handler once the loop is gone). A replay is
+  harmless: the request id is the ladder's idempotency key. A full queue drops the event with a
+  counted warning (``dropped``) and never blocks the request.
+- **Quota headers** are coalesced per connection: only the newest is kept, and it is sent at most
+  once per ``header_interval_s``, or at the next flush when the utilisation it reports changed.
+  Headers observed before a failure already reported for the connection are never sent (at the
+  ladder they would read as the newer word and undo the failure's latch).
+- **Failures** are sent at once and awaited by the caller, so the ladder has heard a 429 before
+  the request's retry is routed.
+
+No lock is held across an HTTP call: the queues are touched only between awaits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ladder_client.aclient import AsyncLadderClient
+from ladder_client.client import LadderClient, LadderError
+from ladder_client.types import BorrowedCredential, UsageEvent
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_QUEUE_MAX = 10_000
+DEFAULT_BATCH_MAX = 500
+DEFAULT_FLUSH_INTERVAL_S = 0.25
+DEFAULT_HEADER_INTERVAL_S = 1.0
+DEFAULT_CREDENTIAL_LEAD_S = 60.0
+REPORTED_FAILURES_KEPT = 512
+# A header whose value says how much of the quota is used: a change is sent at the next flush.
+# Counters that move on every call (x-ratelimit-remaining-requests) only wait their second.
+UTILISATION_MARKERS = ("utiliz", "percent", "status")
+
+
+def utilisation(headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The part of a connection's quota headers whose change is worth an observation at once."""
+    return tuple(
+        sorted(
+            (name.lower(), value)
+            for name, value in headers.items()
+            if any(marker in name.lower() for marker in UTILISATION_MARKERS)
+        )
+    )
+
+
+@dataclass
+class _Pending:
+    headers: dict[str, str]
+    observed_at: datetime
+    signature: tuple[tuple[str, str], ...]
+
+
+class LadderReporter:
+    """Usage, quota headers and failures of one gateway process, for one ``AsyncLadderClient``.
+
+    ``drain_sync`` (given a synchronous client) sends what is left when no event loop runs any more."""
+
+    def __init__(
+        self,
+        client: AsyncLadderClient,
+        *,
+        queue_max: int = DEFAULT_QUEUE_MAX,
+        batch_max: int = DEFAULT_BATCH_MAX,
+        flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S,
+        header_interval_s: float = DEFAULT_HEADER_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if queue_max < 1 or batch_max < 1 or batch_max > 1000:
+            raise ValueError(f"queue_max ≥ 1 and 1 ≤ batch_max ≤ 1000, got {queue_max}, {batch_max}")
+        self.client = client
+        self.queue_max = queue_max
+        self.batch_max = batch_max
+        self.flush_interval_s = flush_interval_s
+        self.header_interval_s = header_interval_s
+        self._clock = clock
+        self._usage: deque[UsageEvent] = deque()
+        self._pending: dict[str, _Pending] = {}
+        self._last_sent: dict[str, tuple[float, tuple[tuple[str, str], ...]]] = {}
+        self._failed_at: dict[str, datetime] = {}
+        self._flusher: asyncio.Task[None] | None = None
+        self._wake: asyncio.Event | None = None
+        self._closed = False
+        # figures, for logs and tests
+        self.queued = 0
+        self.sent = 0
+        self.dropped = 0
+        self.rejected = 0
+        self.failed_batches = 0
+        self.observations_sent = 0
+        self.observations_coalesced = 0
+        self.failures_sent = 0
+
+    # --- usage --------------------------------------------------------------------------------
+
+    def offer_usage(self, event: UsageEvent) -> bool:
+        """Queue one usage event; False (and counted) when the queue is full. Never blocks."""
+        if len(self._usage) >= self.queue_max:
+            self.dropped += 1
+            logger.warning(
+                "ladder usage queue full (%d events): dropped %s on %s (%d dropped so far)",
+                self.queue_max,
+                event.request_id,
+                event.connection_id,
+                self.dropped,
+            )
+            return False
+        self._usage.append(event)
+        self.queued += 1
+        self._start_flusher(urgent=len(self._usage) >= self.batch_max)
+        return True
+
+    @property
+    def queue_length(self) -> int:
+        return len(self._usage)
+
+    async def flush(self) -> None:
+        """Send every queued event (in batches) and every observation that is due."""
+        while self._usage:
+            batch = [self._usage.popleft() for _ in range(min(self.batch_max, len(self._usage)))]
+            if not await self._send_usage(batch):
+                break
+        await self._send_observations(force=False)
+
+    async def _send_usage(self, batch: list[UsageEvent]) -> bool:
+        try:
+            await self.client.report_usage(batch)
+        except LadderError as exc:
+            if exc.status is not None and 400 <= exc.status < 500 and exc.status != 429:
+                # The ladder read the batch and refused it: sending it again changes nothing.
+                self.rejected += len(batch)
+                logger.warning("the ladder refused %d usage events: %s", len(batch), exc)
+                return True
+            self.failed_batches += 1
+            room = self.queue_max - len(self._usage)
+            kept = batch[:room] if room > 0 else []
+            self._usage.extendleft(reversed(kept))  # in front again, for the next flush
+            lost = len(batch) - len(kept)
+            self.dropped += lost
+            logger.warning(
+                "could not report %d usage events to the ladder (%s): kept for the next flush%s",
+                len(batch),
+                exc,
+                f", {lost} dropped" if lost else "",
+            )
+            return False
+        self.sent += len(batch)
+        return True
+
+    # --- quota headers ------------------------------------------------------------------------
+
+    def offer_headers(self, connection_id: str, headers: Mapping[str, str], observed_at: datetime) -> None:
+        """Keep the newest quota headers of a connection for the next flush that is due."""
+        if not headers or self._older_than_failure(connection_id, observed_at):
+            return
+        pending = self._pending.get(connection_id)
+        if pending is not None:
+            self.observations_coalesced += 1
+            if pending.observed_at > observed_at:
+                return
+        signature = utilisation(headers)
+        self._pending[connection_id] = _Pending(dict(headers), observed_at, signature)
+        last = self._last_sent.get(connection_id)
+        self._start_flusher(urgent=last is None or last[1] != signature)
+
+    async def _send_observations(self, *, force: bool) -> None:
+        now = self._clock()
+        for connection_id, pending in list(self._pending.items()):
+            last = self._last_sent.get(connection_id)
+            due = (
+                force
+                or last is None
+                or last[1] != pending.signature
+                or now - last[0] >= self.header_interval_s
+            )
+            if not due:
+                continue
+            del self._pending[connection_id]
+            if self._older_than_failure(connection_id, pending.observed_at):
+                continue
+            self._last_sent[connection_id] = (now, pending.signature)
+            try:
+                await self.client.report_observation(
+                    connection_id, pending.headers, observed_at=pending.observed_at
+                )
+            except LadderError as exc:
+                logger.warning("could not report %s's quota headers to the ladder: %s", connection_id, exc)
+                continue
+            self.observations_sent += 1
+
+    def _older_than_failure(self, connection_id: str, observed_at: datetime) -> bool:
+        failed_at = self._failed_at.get(connection_id)
+        return failed_at is not None and observed_at <= failed_at
+
+    # --- failures -----------------------------------------------------------------------------
+
+    async def report_failure(
+        self,
+        connection_id: str,
+        status: int,
+        *,
+        headers: Mapping[str, str],
+        body: object,
+        model: str | None,
+        observed_at: datetime,
+    ) -> bool:
+        """Send an upstream error answer now (the caller awaits it); False when it could not be."""
+        self._failed_at[connection_id] = max(observed_at, self._failed_at.get(connection_id, observed_at))
+        pending = self._pending.get(connection_id)
+        if pending is not None and pending.observed_at <= observed_at:
+            del self._pending[connection_id]
+        try:
+            await self.client.report_failure(
+                connection_id, status, headers=headers, body=body, model=model, observed_at=observed_at
+            )
+        except LadderError as exc:
+            logger.warning("could not report %s's HTTP %d to the ladder: %s", connection_id, status, exc)
+            return False
+        self.failures_sent += 1
+        return True
+
+    # --- the flusher --------------------------------------------------------------------------
+
+    def _start_flusher(self, *, urgent: bool) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop here (a synchronous caller): the next flush or drain sends it
+            return
+        task = self._flusher
+        if task is None or task.done() or task.get_loop() is not loop:
+            self._wake = asyncio.Event()
+            self._flusher = loop.create_task(self._run(self._wake), name="ladder-reporter")
+        if urgent and self._wake is not None:
+            self._wake.set()
+
+    async def _run(self, wake: asyncio.Event) -> None:
+        while not self._closed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), self.flush_interval_s)
+            wake.clear()
+            try:
+                await self.flush()
+            except Exception:  # the flusher must outlive any one bad report
+                logger.exception("the ladder reporter's flush failed")
+            if not self._usage and not self._pending:
+                return  # restarted by the next offer: an idle gateway keeps no task awake
+
+    async def aclose(self) -> None:
+        """Send everything left (headers too, due or not), stop the flusher, close the client."""
+        self._closed = True
+        task, self._flusher = self._flusher, None
+        if task is not None and not task.done() and task.get_loop() is asyncio.get_running_loop():
+            if self._wake is not None:
+                self._wake.set()
+            await asyncio.gather(task, return_exceptions=True)
+        while self._usage:
+            batch = [self._usage.popleft() for _ in range(min(self.batch_max, len(self._usage)))]
+            if not await self._send_usage(batch):
+                break
+        await self._send_observations(force=True)
+        await self.client.aclose()
+
+    def drain_sync(self, client: LadderClient) -> int:
+        """Send the queued usage with a synchronous client (at interpreter exit, no loop left);
+        returns the number of events sent."""
+        sent = 0
+        while self._usage:
+            batch = [self._usage.popleft() for _ in range(min(self.batch_max, len(self._usage)))]
+            try:
+                client.report_usage(batch)
+            except LadderError as exc:
+                self.dropped += len(batch) + len(self._usage)
+                logger.warning("at exit, %d usage events could not reach the ladder: %s", self.dropped, exc)
+                self._usage.clear()
+                break
+            sent += len(batch)
+        self.sent += sent
+        return sent
+
+
+class SeenOnce:
+    """Remembers the last ``kept`` objects it was shown (by identity): LiteLLM may hand one failure
+    to two hooks, and each is reported once. Holding the objects keeps their ids from being reused."""
+
+    def __init__(self, kept: int = REPORTED_FAILURES_KEPT) -> None:
+        self._kept = kept
+        self._seen: OrderedDict[int, object] = OrderedDict()
+
+    def first(self, thing: object) -> bool:
+        if id(thing) in self._seen:
+            return False
+        self._seen[id(thing)] = thing
+        while len(self._seen) > self._kept:
+            self._seen.popitem(last=False)
+        return True
+
+
+class CredentialCache:
+    """Access tokens borrowed from the ladder (``GET /api/v1/connections/{id}/credential``), kept
+    until ``lead_s`` before they expire. Concurrent requests for one connection share one fetch."""
+
+    def __init__(
+        self,
+        fetch: Callable[[str], Awaitable[BorrowedCredential]],
+        *,
+        lead_s: float = DEFAULT_CREDENTIAL_LEAD_S,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._fetch = fetch
+        self.lead = timedelta(seconds=lead_s)
+        self._now = now
+        self._tokens: dict[str, BorrowedCredential] = {}
+        self._inflight: dict[str, asyncio.Future[BorrowedCredential]] = {}
+        self.fetches = 0
+
+    def fresh(self, connection_id: str) -> str | None:
+        held = self._tokens.get(connection_id)
+        if held is None:
+            return None
+        if held.expires_at is not None and self._now() >= held.expires_at - self.lead:
+            del self._tokens[connection_id]
+            return None
+        return held.access_token
+
+    async def token(self, connection_id: str) -> str:
+        """The connection's access token (LadderError when the ladder will not lend one)."""
+        held = self.fresh(connection_id)
+        if held is not None:
+            return held
+        inflight = self._inflight.get(connection_id)
+        if inflight is None:
+            inflight = asyncio.ensure_future(self._borrow(connection_id))
+            self._inflight[connection_id] = inflight
+        credential = await asyncio.shield(inflight)
+        return credential.access_token
+
+    async def _borrow(self, connection_id: str) -> BorrowedCredential:
+        try:
+            self.fetches += 1
+            credential = await self._fetch(connection_id)
+            self._tokens[connection_id] = credential
+            return credential
+        finally:
+            self._inflight.pop(connection_id, None)
+
+    def forget(self, connection_id: str) -> None:
+        """Drop a token the upstream refused (a 401): the next request borrows afresh."""
+        self._tokens.pop(connection_id, None)
+
+
+def sync_drain_at_exit(
+    reporter: LadderReporter, make_client: Callable[[], LadderClient]
+) -> Callable[[], Any]:
+    """An ``atexit`` handler sending what the reporter still holds, with a client made then."""
+
+    def drain() -> None:
+        if not reporter.queue_length:
+            return
+        with make_client() as client:
+            reporter.drain_sync(client)
+
+    return drain
