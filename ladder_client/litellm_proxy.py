@@ -63,6 +63,7 @@ Hooks used, and the LiteLLM release each appeared in: ``async_pre_call_hook`` an
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import logging
 import math
@@ -336,6 +337,8 @@ class LadderProxyHook(CustomLogger):
         self.timeout_s = timeout_s
         self.router = router
         self._client = client
+        self._made_here = False
+        self._client_loop: asyncio.AbstractEventLoop | None = None
         self._reporter: LadderReporter | None = None
         self._reporter_options = dict(reporter_options or {})
         self._credentials: CredentialCache | None = None
@@ -371,7 +374,13 @@ class LadderProxyHook(CustomLogger):
 
     @property
     def client(self) -> AsyncLadderClient:
+        """The client for the running event loop (httpx's pool is bound to the loop it was made on:
+        a proxy has one loop; a test that runs several gets a client per loop)."""
+        loop = _running_loop()
+        if self._client is not None and self._made_here and self._client_loop is not loop:
+            self._client = None
         if self._client is None or self._client.closed:
+            self._made_here, self._client_loop = True, loop
             if not self.url or not self.token:
                 raise LadderError(
                     f"{URL_ENV} and {TOKEN_ENV} must name the ladder and a gateway token",
@@ -384,8 +393,9 @@ class LadderProxyHook(CustomLogger):
 
     @property
     def reporter(self) -> LadderReporter:
-        if self._reporter is None or self._reporter.client is not self.client:
-            self._reporter = LadderReporter(self.client, **self._reporter_options)
+        client = self.client
+        if self._reporter is None or self._reporter.client is not client:
+            self._reporter = LadderReporter(client, **self._reporter_options)
         return self._reporter
 
     @property
@@ -437,14 +447,15 @@ class LadderProxyHook(CustomLogger):
             raise refusal(503, {"message": str(exc), "code": "config_error", "auto_id": model}, None) from exc
         try:
             resolution = await self.client.resolve(model, candidates)
-        except LadderError as exc:
+        except Exception as exc:  # whatever kept the answer away: refuse, never guess
             detail = {
                 "message": f"{model}: the ladder could not be asked: {exc}",
                 "code": "ladder_unavailable",
-                "ladder_code": exc.code,
+                "ladder_code": getattr(exc, "code", type(exc).__name__),
                 "auto_id": model,
             }
-            raise refusal(503, detail, exc.retry_after_s or UNREACHABLE_RETRY_AFTER_S) from exc
+            retry_after_s = getattr(exc, "retry_after_s", None) or UNREACHABLE_RETRY_AFTER_S
+            raise refusal(503, detail, retry_after_s) from exc
         if not resolution.pool:
             raise empty_pool_refusal(model, resolution, datetime.now(UTC))
         buckets = _metadata_buckets(data) or [data.setdefault("metadata", {})]
@@ -601,6 +612,13 @@ def usage_event(kwargs: Mapping[str, Any], response_obj: object, answered: datet
         cost_usd=_cost_usd(kwargs),
         occurred_at=answered,
     )
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _make_instance() -> LadderProxyHook:

@@ -21,7 +21,6 @@ No lock is held across an HTTP call: the queues are touched only between awaits.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import OrderedDict, deque
@@ -248,12 +247,20 @@ class LadderReporter:
             self._wake.set()
 
     async def _run(self, wake: asyncio.Event) -> None:
+        """Usage leaves every ``flush_interval_s``, or at once when a batch is full; a wake-up for
+        changed quota headers sends only those."""
         while not self._closed:
-            with contextlib.suppress(TimeoutError):
+            timed_out = False
+            try:
                 await asyncio.wait_for(wake.wait(), self.flush_interval_s)
+            except TimeoutError:
+                timed_out = True
             wake.clear()
             try:
-                await self.flush()
+                if timed_out or len(self._usage) >= self.batch_max:
+                    await self.flush()
+                else:
+                    await self._send_observations(force=False)
             except Exception:  # the flusher must outlive any one bad report
                 logger.exception("the ladder reporter's flush failed")
             if not self._usage and not self._pending:
