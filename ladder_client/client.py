@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -38,6 +38,9 @@ from ladder_client.types import (
     format_time,
     to_json,
 )
+
+if TYPE_CHECKING:
+    from ladder_client.aclient import AsyncLadderClient
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -391,6 +394,8 @@ class LadderClient:
         self.retries = retries
         self.retry_backoff_s = retry_backoff_s
         self.cache = ResolutionCache(cache_ttl_s, clock=clock)
+        self._token = token
+        self._timeout_s = timeout_s
         self._http = httpx.Client(
             base_url=self.base_url,
             timeout=httpx.Timeout(timeout_s),
@@ -403,6 +408,19 @@ class LadderClient:
 
     def close(self) -> None:
         self._http.close()
+
+    def asynchronous(self) -> AsyncLadderClient:
+        """A new ``AsyncLadderClient`` to the same ladder, with the same token and options."""
+        from ladder_client.aclient import AsyncLadderClient
+
+        return AsyncLadderClient(
+            self.base_url,
+            self._token,
+            timeout_s=self._timeout_s,
+            retries=self.retries,
+            cache_ttl_s=self.cache.ttl_s,
+            retry_backoff_s=self.retry_backoff_s,
+        )
 
     def __enter__(self) -> LadderClient:
         return self

@@ -63,7 +63,6 @@ Hooks used, and the LiteLLM release each appeared in: ``async_pre_call_hook`` an
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import logging
 import math
@@ -80,28 +79,29 @@ from litellm.integrations.custom_logger import CustomLogger
 from ladder_client.aclient import AsyncLadderClient
 from ladder_client.client import DEFAULT_TIMEOUT_S, LadderClient, LadderError
 from ladder_client.litellm_router import (
+    BORROW_KEY,
     LADDER_KEYS,
     METADATA_BUCKETS,
     PROVIDER_KEY,
     LadderConfigError,
     LadderRoutingError,
-    _cost_usd,
     _failure_details,
     _ladder_info,
     _ladder_target,
     _model_info,
     _quota_headers,
     _success_headers,
-    _tokens,
-    _upstream_headers,
-    _upstream_status,
     answered_at,
+    borrows_credential,
     group_deployments,
     is_auto_id,
     ladder_candidates,
+    reportable_failure,
+    usage_event,
+    with_api_key,
 )
-from ladder_client.reporting import CredentialCache, LadderReporter, SeenOnce, sync_drain_at_exit
-from ladder_client.types import Resolution, UsageEvent
+from ladder_client.reporting import CredentialCache, LadderReporter, PerLoop, SeenOnce, sync_drain_at_exit
+from ladder_client.types import Resolution
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +113,6 @@ CONFIG_ENV = "LADDER_PROXY_CONFIG"
 
 POOL_KEY = "ladder_pool"  # in the request's metadata: [[provider, model, [connection ids]], ...]
 REQUEST_KEY = "ladder_request_id"  # in the request's metadata: one id per client request
-BORROW_KEY = "ladder_borrow_credential"  # in a deployment's model_info: take its key from the ladder
 FALLBACK_SETTINGS = ("fallbacks", "default_fallbacks", "context_window_fallbacks", "content_policy_fallbacks")
 CONFIG_SECTIONS = ("router_settings", "litellm_settings")
 # What LiteLLM's retry loop says already failed in this request (when the release passes it).
@@ -336,11 +335,8 @@ class LadderProxyHook(CustomLogger):
         self.cache_ttl_s = cache_ttl_s
         self.timeout_s = timeout_s
         self.router = router
-        self._client = client
-        self._made_here = False
-        self._client_loop: asyncio.AbstractEventLoop | None = None
-        self._reporter: LadderReporter | None = None
-        self._reporter_options = dict(reporter_options or {})
+        self._given_client = client
+        self._loops = PerLoop(self._make_client, client=client, reporter_options=reporter_options)
         self._credentials: CredentialCache | None = None
         self._failed: OrderedDict[str, set[str]] = OrderedDict()
         self._seen = SeenOnce()
@@ -365,38 +361,29 @@ class LadderProxyHook(CustomLogger):
             return
         validate_config_file(path)
         missing = [name for name, value in ((URL_ENV, self.url), (TOKEN_ENV, self.token)) if not value]
-        if missing and self._client is None:
+        if missing and self._given_client is None:
             raise LadderConfigError(
                 f"the ladder's proxy hook needs {' and '.join(missing)} in the environment"
             )
 
     # --- what it works with -----------------------------------------------------------------
 
+    def _make_client(self) -> AsyncLadderClient:
+        if not self.url or not self.token:
+            raise LadderError(
+                f"{URL_ENV} and {TOKEN_ENV} must name the ladder and a gateway token",
+                code="ladder_not_configured",
+            )
+        return AsyncLadderClient(self.url, self.token, timeout_s=self.timeout_s, cache_ttl_s=self.cache_ttl_s)
+
     @property
     def client(self) -> AsyncLadderClient:
-        """The client for the running event loop (httpx's pool is bound to the loop it was made on:
-        a proxy has one loop; a test that runs several gets a client per loop)."""
-        loop = _running_loop()
-        if self._client is not None and self._made_here and self._client_loop is not loop:
-            self._client = None
-        if self._client is None or self._client.closed:
-            self._made_here, self._client_loop = True, loop
-            if not self.url or not self.token:
-                raise LadderError(
-                    f"{URL_ENV} and {TOKEN_ENV} must name the ladder and a gateway token",
-                    code="ladder_not_configured",
-                )
-            self._client = AsyncLadderClient(
-                self.url, self.token, timeout_s=self.timeout_s, cache_ttl_s=self.cache_ttl_s
-            )
-        return self._client
+        """The client for the running event loop (see ``PerLoop``)."""
+        return self._loops.client
 
     @property
     def reporter(self) -> LadderReporter:
-        client = self.client
-        if self._reporter is None or self._reporter.client is not client:
-            self._reporter = LadderReporter(client, **self._reporter_options)
-        return self._reporter
+        return self._loops.reporter
 
     @property
     def credentials(self) -> CredentialCache:
@@ -502,10 +489,9 @@ class LadderProxyHook(CustomLogger):
         return []
 
     async def _with_credential(self, deployment: Mapping[str, Any]) -> Any:
-        info = _ladder_info(deployment)
-        if info.get(BORROW_KEY) is not True:
+        connection_id = borrows_credential(deployment)
+        if connection_id is None:
             return deployment
-        connection_id = str(info["ladder_connection_id"])
         try:
             api_key = await self.credentials.token(connection_id)
         except LadderError as exc:
@@ -514,10 +500,7 @@ class LadderProxyHook(CustomLogger):
                 {"message": f"{connection_id}: the ladder lent no credential: {exc}", "code": exc.code},
                 exc.retry_after_s or UNREACHABLE_RETRY_AFTER_S,
             ) from exc
-        params = deployment.get("litellm_params")
-        lent = dict(deployment)
-        lent["litellm_params"] = {**(params if isinstance(params, Mapping) else {}), "api_key": api_key}
-        return lent
+        return with_api_key(deployment, api_key)
 
     # --- outcomes ---------------------------------------------------------------------------
 
@@ -530,16 +513,16 @@ class LadderProxyHook(CustomLogger):
             logger.warning("could not report the failure to the ladder: %s", exc, exc_info=True)
 
     async def report_failure(self, kwargs: Mapping[str, Any], answered: datetime) -> None:
-        target = _ladder_target(kwargs)
         exc = kwargs.get("exception")
-        if target is None or not isinstance(exc, BaseException) or isinstance(exc, LadderRoutingError):
+        if _ladder_target(kwargs) is None or not isinstance(exc, BaseException):
             return
-        self._remember_failed(kwargs)
-        status = _upstream_status(exc)
-        # A timeout or a connection error (no upstream headers) says nothing about quota.
-        if status is None or not _upstream_headers(exc) or not self._seen.first(exc):
+        if isinstance(exc, LadderRoutingError):
             return
-        connection_id, model = target
+        self._remember_failed(kwargs)  # a timeout too: the retry climbs past this deployment
+        failure = reportable_failure(kwargs)
+        if failure is None or not self._seen.first(exc):
+            return
+        connection_id, model, status, _ = failure
         if status == 401:
             self.credentials.forget(connection_id)
         headers, body = _failure_details(exc)
@@ -579,46 +562,13 @@ class LadderProxyHook(CustomLogger):
 
     async def aclose(self) -> None:
         """Flush what is queued and close the client (the proxy's shutdown, or a test's end)."""
-        if self._reporter is not None:
-            await self._reporter.aclose()
-        elif self._client is not None:
-            await self._client.aclose()
+        await self._loops.aclose()
 
     def _drain_at_exit(self) -> None:
-        reporter = self._reporter
+        reporter = self._loops.current_reporter
         if reporter is None or not reporter.queue_length or not self.url or not self.token:
             return
         sync_drain_at_exit(reporter, lambda: LadderClient(self.url or "", self.token or ""))()
-
-
-def usage_event(kwargs: Mapping[str, Any], response_obj: object, answered: datetime) -> UsageEvent | None:
-    """The usage a success of a ladder deployment reports; None for a cache hit, another
-    deployment, or a call without an id."""
-    target = _ladder_target(kwargs)
-    if target is None or kwargs.get("cache_hit") is True:
-        return None
-    connection_id, model = target
-    request_id = kwargs.get("litellm_call_id") or getattr(response_obj, "id", None)
-    if not isinstance(request_id, str) or not request_id:
-        logger.warning("a success on %s has no call id: its usage is not reported", connection_id)
-        return None
-    input_tokens, output_tokens = _tokens(kwargs, response_obj)
-    return UsageEvent(
-        request_id=f"litellm:{request_id}",
-        connection_id=connection_id,
-        model=model,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cost_usd=_cost_usd(kwargs),
-        occurred_at=answered,
-    )
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 def _make_instance() -> LadderProxyHook:

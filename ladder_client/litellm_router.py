@@ -21,11 +21,9 @@ This is the only module of ``ladder_client`` that imports LiteLLM (``pip install
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -35,6 +33,7 @@ from litellm.integrations.custom_logger import CustomLogger
 from litellm.types.router import CustomRoutingStrategyBase
 
 from ladder_client.client import LadderClient
+from ladder_client.reporting import CredentialCache, PerLoop, SeenOnce
 from ladder_client.types import Candidate, EmptyPool, Resolution, UsageEvent
 
 logger = logging.getLogger(__name__)
@@ -51,6 +50,7 @@ METADATA_BUCKETS = ("metadata", "litellm_metadata")
 # (anthropic-ratelimit-unified-*, x-codex-*, x-ratelimit-*); anything else is noise.
 QUOTA_HEADER_MARKERS = ("limit", "quota", "codex", "reset", "retry-after", "usage")
 REPORTED_FAILURES_KEPT = 512
+BORROW_KEY = "ladder_borrow_credential"  # in a deployment's model_info: take its key from the ladder
 
 
 def is_auto_id(model_group: str) -> bool:
@@ -185,17 +185,26 @@ class LadderRoutingStrategy(CustomRoutingStrategyBase):
 
     ``auto/*`` groups go to the ladder; a group of another name gets its first deployment (the
     strategy replaces LiteLLM's for the whole router). When the ladder cannot be asked, the
-    request fails with the client's ``LadderError``: no guess, no fallback."""
+    request fails with the client's ``LadderError``: no guess, no fallback.
 
-    def __init__(self, router: Router, client: LadderClient) -> None:
+    The synchronous path asks with ``client``; the asynchronous one with an ``AsyncLadderClient``
+    of the running loop (``loops``, shared with the callback): no thread per request, and one
+    keep-alive connection pool. A deployment with ``model_info: {ladder_borrow_credential: true}``
+    gets the access token the ladder lends for its connection as its ``api_key``, on the copy
+    returned for this attempt only (cached until shortly before it expires)."""
+
+    def __init__(self, router: Router, client: LadderClient, *, loops: PerLoop | None = None) -> None:
         self.router = router
         self.client = client
+        self.loops = loops or PerLoop(client.asynchronous)
+        self.credentials = CredentialCache(lambda connection_id: self.loops.client.credential(connection_id))
 
     def deployments(self, model_group: str) -> list[Mapping[str, Any]]:
         return group_deployments(self.router, model_group)
 
-    def pick(self, model_group: str, request_kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The deployment for one attempt of a request for ``model_group``."""
+    def _candidates(
+        self, model_group: str, request_kwargs: Mapping[str, Any] | None
+    ) -> tuple[list[Mapping[str, Any]], tuple[Candidate, ...], dict[tuple[str, str, str], Mapping[str, Any]]]:
         origin = original_model_group(request_kwargs)
         if origin is not None and origin != model_group and is_auto_id(origin):
             raise LadderFallbackRefused(origin, model_group)
@@ -203,9 +212,14 @@ class LadderRoutingStrategy(CustomRoutingStrategyBase):
         if not deployments:
             raise LadderConfigError(f"the router has no deployment in model group {model_group!r}")
         if not is_auto_id(model_group):
-            return dict(deployments[0])
+            return deployments, (), {}
         candidates, targets = ladder_candidates(model_group, deployments)
-        resolution = self.client.resolve(model_group, candidates)
+        return deployments, candidates, targets
+
+    @staticmethod
+    def _choose(
+        model_group: str, resolution: Resolution, targets: Mapping[tuple[str, str, str], Mapping[str, Any]]
+    ) -> dict[str, Any]:
         if not resolution.pool:
             raise LadderPoolEmpty(model_group, resolution.empty, resolution)
         entry = resolution.pool[0]
@@ -217,6 +231,36 @@ class LadderRoutingStrategy(CustomRoutingStrategyBase):
             f"{model_group}: the ladder's first pool entry {entry.provider}/{entry.model} "
             f"{list(entry.allowed_connection_ids)} matches no deployment"
         )
+
+    def pick(self, model_group: str, request_kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The deployment for one attempt of a request for ``model_group`` (synchronous)."""
+        deployments, candidates, targets = self._candidates(model_group, request_kwargs)
+        if not is_auto_id(model_group):
+            return dict(deployments[0])
+        chosen = self._choose(model_group, self.client.resolve(model_group, candidates), targets)
+        connection_id = borrows_credential(chosen)
+        if connection_id is None:
+            return chosen
+        token = self.credentials.fresh(connection_id)
+        if token is None:
+            credential = self.client.credential(connection_id)
+            self.credentials.remember(connection_id, credential)
+            token = credential.access_token
+        return with_api_key(chosen, token)
+
+    async def apick(
+        self, model_group: str, request_kwargs: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The deployment for one attempt, from the event loop."""
+        deployments, candidates, targets = self._candidates(model_group, request_kwargs)
+        if not is_auto_id(model_group):
+            return dict(deployments[0])
+        resolution = await self.loops.client.resolve(model_group, candidates)
+        chosen = self._choose(model_group, resolution, targets)
+        connection_id = borrows_credential(chosen)
+        if connection_id is None:
+            return chosen
+        return with_api_key(chosen, await self.credentials.token(connection_id))
 
     # LiteLLM's base declares these `-> None` but documents "returns an element of model_list".
     def get_available_deployment(  # type: ignore[override]
@@ -237,8 +281,24 @@ class LadderRoutingStrategy(CustomRoutingStrategyBase):
         specific_deployment: bool | None = False,
         request_kwargs: dict[str, object] | None = None,
     ) -> dict[str, Any]:
-        # The client is synchronous: a thread keeps the event loop serving other requests.
-        return await asyncio.to_thread(self.pick, model, request_kwargs)
+        return await self.apick(model, request_kwargs)
+
+
+def borrows_credential(deployment: Mapping[str, Any]) -> str | None:
+    """The connection whose lent token a deployment uses as its key; None when it has its own."""
+    info = _ladder_info(deployment)
+    connection_id = info.get(CONNECTION_KEY)
+    if info.get(BORROW_KEY) is True and isinstance(connection_id, str) and connection_id:
+        return connection_id
+    return None
+
+
+def with_api_key(deployment: Mapping[str, Any], api_key: str) -> dict[str, Any]:
+    """A copy of the deployment calling with ``api_key`` (the router's own entry is untouched)."""
+    params = deployment.get("litellm_params")
+    lent = dict(deployment)
+    lent["litellm_params"] = {**(params if isinstance(params, Mapping) else {}), "api_key": api_key}
+    return lent
 
 
 # --- the callback -----------------------------------------------------------------------------
@@ -354,33 +414,74 @@ def _failure_details(exc: BaseException) -> tuple[dict[str, str], object]:
     return headers, body if body is not None else str(exc)
 
 
+def usage_event(kwargs: Mapping[str, Any], response_obj: object, answered: datetime) -> UsageEvent | None:
+    """The usage a success of a ladder deployment reports: request_id = LiteLLM's call id, unique
+    per call, so a replayed report is not counted twice. None for a cache hit (no upstream was
+    used), another deployment, or a call without an id."""
+    target = _ladder_target(kwargs)
+    if target is None or kwargs.get("cache_hit") is True:
+        return None
+    connection_id, model = target
+    request_id = kwargs.get("litellm_call_id") or getattr(response_obj, "id", None)
+    if not isinstance(request_id, str) or not request_id:
+        logger.warning("a success on %s has no call id: its usage is not reported", connection_id)
+        return None
+    input_tokens, output_tokens = _tokens(kwargs, response_obj)
+    return UsageEvent(
+        request_id=f"litellm:{request_id}",
+        connection_id=connection_id,
+        model=model,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cost_usd=_cost_usd(kwargs),
+        occurred_at=answered,
+    )
+
+
+def reportable_failure(kwargs: Mapping[str, Any]) -> tuple[str, str, int, BaseException] | None:
+    """(connection id, model, status, exception) of an upstream error answer worth reporting."""
+    target = _ladder_target(kwargs)
+    exc = kwargs.get("exception")
+    if target is None or not isinstance(exc, BaseException) or isinstance(exc, LadderRoutingError):
+        return None
+    status = _upstream_status(exc)
+    # LiteLLM gives a connection error or a timeout a status too (500, 408), on a response it
+    # made up without headers: only an answer that carries the upstream's headers is one.
+    if status is None or not _upstream_headers(exc):
+        return None
+    return target[0], target[1], status, exc
+
+
 class LadderCallback(CustomLogger):
     """Reports upstream outcomes of the ladder's deployments to the ladder; never raises.
 
-    - success: one usage event (request_id = LiteLLM's call id, unique per call, so a replayed log
-      line is not counted twice), its tokens and LiteLLM's cost when known; with
-      ``report_headers``, the upstream's rate-limit headers as an observation (fresh quota
-      readings at no extra upstream call). A cache hit used no upstream: nothing is reported.
+    - success: one usage event (see ``usage_event``), its tokens and LiteLLM's cost when known;
+      with ``report_headers``, the upstream's rate-limit headers as an observation (fresh quota
+      readings at no extra upstream call).
     - failure with an HTTP answer: its status, headers and body, which the connection's adapter
       classifies (quota exhausted → latch and cooldown to the reset). A timeout or a connection
       error says nothing about quota and is not reported.
 
+    From the event loop (``async_log_*``), reports go through the loop's ``LadderReporter``
+    (``loops``, shared with the strategy): usage in batches, quota headers coalesced per
+    connection, failures sent at once and awaited, so the ladder has heard a 429 before LiteLLM's
+    retry asks it again. The synchronous hooks send directly with ``client``.
+
     Every report carries the time the upstream answered. LiteLLM runs success hooks after the
     caller has its answer, so the headers of an earlier success can reach the ladder after a later
-    429: those are dropped rather than sent to undo the 429's latch.
+    429: those are dropped rather than sent to undo the 429's latch. No lock is held across a call.
     """
 
-    def __init__(self, client: LadderClient, *, report_headers: bool = True) -> None:
+    def __init__(
+        self, client: LadderClient, *, report_headers: bool = True, loops: PerLoop | None = None
+    ) -> None:
         super().__init__()
         self.client = client
         self.report_headers = report_headers
+        self.loops = loops or PerLoop(client.asynchronous)
         # LiteLLM may hand one failure to both the sync and the async hook: each is reported once.
-        # Holding the exceptions (bounded) keeps their ids from being reused while remembered.
-        self._reported: OrderedDict[int, BaseException] = OrderedDict()
-        self._lock = threading.Lock()
-        # Quota headers and failures of a connection reach the ladder in the order they are sent
-        # here, and headers older than a reported failure are not sent (see report_success).
-        self._order = threading.Lock()
+        self._seen = SeenOnce(REPORTED_FAILURES_KEPT)
+        self._lock = threading.Lock()  # guards _seen and _failed_at, never held across a call
         self._failed_at: dict[str, datetime] = {}
 
     # LiteLLM's hooks (it passes these four by keyword).
@@ -390,7 +491,7 @@ class LadderCallback(CustomLogger):
     async def async_log_success_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
     ) -> None:
-        await asyncio.to_thread(self._guarded, "usage", self.report_success, kwargs, response_obj, end_time)
+        self._guarded("usage", self.queue_success, kwargs, response_obj, end_time)
 
     def log_failure_event(self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any) -> None:
         self._guarded("failure", self.report_failure, kwargs, response_obj, end_time)
@@ -398,7 +499,10 @@ class LadderCallback(CustomLogger):
     async def async_log_failure_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
     ) -> None:
-        await asyncio.to_thread(self._guarded, "failure", self.report_failure, kwargs, response_obj, end_time)
+        try:
+            await self.areport_failure(kwargs if isinstance(kwargs, Mapping) else {}, answered_at(end_time))
+        except Exception as exc:  # the caller's request must never fail for want of a report
+            logger.warning("could not report the failure to the ladder: %s", exc, exc_info=True)
 
     def _guarded(self, what: str, report: Any, kwargs: Any, response_obj: Any, end_time: Any) -> None:
         try:
@@ -406,95 +510,108 @@ class LadderCallback(CustomLogger):
         except Exception as exc:  # the caller's request must never fail for want of a report
             logger.warning("could not report the %s to the ladder: %s", what, exc, exc_info=True)
 
-    def report_success(self, kwargs: Mapping[str, Any], response_obj: object, answered: datetime) -> None:
-        target = _ladder_target(kwargs)
-        if target is None or kwargs.get("cache_hit") is True:
+    # --- from the event loop ----------------------------------------------------------------
+
+    def queue_success(self, kwargs: Mapping[str, Any], response_obj: object, answered: datetime) -> None:
+        event = usage_event(kwargs, response_obj, answered)
+        if event is None:
             return
-        connection_id, model = target
-        request_id = kwargs.get("litellm_call_id") or getattr(response_obj, "id", None)
-        if not isinstance(request_id, str) or not request_id:
-            logger.warning("a success on %s has no call id: its usage is not reported", connection_id)
+        reporter = self.loops.reporter
+        reporter.offer_usage(event)
+        headers = _quota_headers(_success_headers(kwargs, response_obj)) if self.report_headers else {}
+        if headers:
+            reporter.offer_headers(event.connection_id, headers, answered)
+
+    async def areport_failure(self, kwargs: Mapping[str, Any], answered: datetime) -> None:
+        failure = reportable_failure(kwargs)
+        if failure is None or not self._first_report(failure[3], failure[0], answered):
             return
-        input_tokens, output_tokens = _tokens(kwargs, response_obj)
-        self.client.report_usage(
-            UsageEvent(
-                request_id=f"litellm:{request_id}",
-                connection_id=connection_id,
-                model=model,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                cost_usd=_cost_usd(kwargs),
-                occurred_at=answered,
-            )
+        connection_id, model, status, exc = failure
+        headers, body = _failure_details(exc)
+        await self.loops.reporter.report_failure(
+            connection_id, status, headers=headers, body=body, model=model, observed_at=answered
         )
+
+    # --- synchronous ------------------------------------------------------------------------
+
+    def report_success(self, kwargs: Mapping[str, Any], response_obj: object, answered: datetime) -> None:
+        event = usage_event(kwargs, response_obj, answered)
+        if event is None:
+            return
+        self.client.report_usage(event)
         headers = _quota_headers(_success_headers(kwargs, response_obj)) if self.report_headers else {}
         if not headers:
             return
-        with self._order:
+        connection_id = event.connection_id
+        with self._lock:
             failed_at = self._failed_at.get(connection_id)
-            if failed_at is not None and answered <= failed_at:
-                # Older than a failure already reported: at the ladder it would read as the newer
-                # word and undo the failure's latch. The failure's evidence stands.
-                logger.debug(
-                    "quota headers of %s from %s dropped: a failure came after", connection_id, answered
-                )
-                return
-            self.client.report_observation(connection_id, headers, observed_at=answered)
+        if failed_at is not None and answered <= failed_at:
+            # Older than a failure already reported: at the ladder it would read as the newer
+            # word and undo the failure's latch. The failure's evidence stands.
+            logger.debug("quota headers of %s from %s dropped: a failure came after", connection_id, answered)
+            return
+        self.client.report_observation(connection_id, headers, observed_at=answered)
 
     def report_failure(self, kwargs: Mapping[str, Any], response_obj: object, answered: datetime) -> None:
-        target = _ladder_target(kwargs)
-        exc = kwargs.get("exception")
-        if target is None or not isinstance(exc, BaseException) or isinstance(exc, LadderRoutingError):
+        failure = reportable_failure(kwargs)
+        if failure is None or not self._first_report(failure[3], failure[0], answered):
             return
-        status = _upstream_status(exc)
-        # LiteLLM gives a connection error or a timeout a status too (500, 408), on a response it
-        # made up without headers: only an answer that carries the upstream's headers is one.
-        if status is None or not _upstream_headers(exc) or not self._first_report(exc):
-            return
-        connection_id, model = target
+        connection_id, model, status, exc = failure
         headers, body = _failure_details(exc)
-        with self._order:
-            self._failed_at[connection_id] = max(answered, self._failed_at.get(connection_id, answered))
-            self.client.report_failure(
-                connection_id, status, headers=headers, body=body, model=model, observed_at=answered
-            )
+        self.client.report_failure(
+            connection_id, status, headers=headers, body=body, model=model, observed_at=answered
+        )
 
-    def _first_report(self, exc: BaseException) -> bool:
+    def _first_report(self, exc: BaseException, connection_id: str, answered: datetime) -> bool:
         with self._lock:
-            if id(exc) in self._reported:
+            if not self._seen.first(exc):
                 return False
-            self._reported[id(exc)] = exc
-            while len(self._reported) > REPORTED_FAILURES_KEPT:
-                self._reported.popitem(last=False)
+            self._failed_at[connection_id] = max(answered, self._failed_at.get(connection_id, answered))
             return True
+
+    def drain(self) -> int:
+        """Send the usage still queued, synchronously (when the loop that queued it is gone)."""
+        reporter = self.loops.current_reporter
+        if reporter is None or not reporter.queue_length:
+            return 0
+        return reporter.drain_sync(self.client)
 
 
 # --- installing both --------------------------------------------------------------------------
 
 
 def install_ladder(
-    router: Router, client: LadderClient, *, report_headers: bool = True
+    router: Router,
+    client: LadderClient,
+    *,
+    report_headers: bool = True,
+    reporter_options: Mapping[str, Any] | None = None,
 ) -> tuple[LadderRoutingStrategy, LadderCallback]:
     """Make ``router`` route through the ladder and report back to it.
 
     The strategy replaces the router's own picks (``register_plugin``, or, on LiteLLM releases
     without it, ``set_custom_routing_strategy``). The callback is registered with LiteLLM, which
-    keeps callbacks process-wide: ``uninstall_callback`` removes it when the router goes away."""
+    keeps callbacks process-wide: ``uninstall_callback`` removes it when the router goes away,
+    sending the usage still queued. Both share one ``AsyncLadderClient`` per event loop and its
+    ``LadderReporter`` (``reporter_options``: its queue and flush settings)."""
     import litellm
 
-    strategy = LadderRoutingStrategy(router, client)
+    loops = PerLoop(client.asynchronous, reporter_options=reporter_options)
+    strategy = LadderRoutingStrategy(router, client, loops=loops)
     register = getattr(router, "register_plugin", None)
     if callable(register):
         register(strategy)
     else:
         router.set_custom_routing_strategy(strategy)
-    callback = LadderCallback(client, report_headers=report_headers)
+    callback = LadderCallback(client, report_headers=report_headers, loops=loops)
     litellm.logging_callback_manager.add_litellm_callback(callback)
     return strategy, callback
 
 
 def uninstall_callback(callback: LadderCallback) -> None:
-    """Remove the callback from every list LiteLLM copied it into (not only ``litellm.callbacks``)."""
+    """Remove the callback from every list LiteLLM copied it into (not only ``litellm.callbacks``),
+    and send the usage it still holds."""
     import litellm
 
+    callback.drain()
     litellm.logging_callback_manager.remove_callback_from_all_lists(callback, require_self=False)

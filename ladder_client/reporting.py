@@ -299,6 +299,56 @@ class LadderReporter:
         return sent
 
 
+class PerLoop:
+    """An ``AsyncLadderClient`` and its ``LadderReporter`` for the running event loop. httpx's pool
+    is bound to the loop it was made on: a server has one loop; a program that runs several
+    (``asyncio.run`` per call) gets a client per loop. A client given (tests) is always used."""
+
+    def __init__(
+        self,
+        make_client: Callable[[], AsyncLadderClient],
+        *,
+        client: AsyncLadderClient | None = None,
+        reporter_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._make_client = make_client
+        self._given = client
+        self._client = client
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reporter: LadderReporter | None = None
+        self._reporter_options = dict(reporter_options or {})
+
+    @property
+    def client(self) -> AsyncLadderClient:
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if self._given is None and (self._client is None or self._client.closed or self._loop is not loop):
+            self._client, self._loop = self._make_client(), loop
+        assert self._client is not None
+        return self._client
+
+    @property
+    def reporter(self) -> LadderReporter:
+        client = self.client
+        if self._reporter is None or self._reporter.client is not client:
+            self._reporter = LadderReporter(client, **self._reporter_options)
+        return self._reporter
+
+    @property
+    def current_reporter(self) -> LadderReporter | None:
+        """The reporter last made, without making one (for a drain at exit)."""
+        return self._reporter
+
+    async def aclose(self) -> None:
+        """Flush what the current loop's reporter holds and close its client."""
+        if self._reporter is not None and self._reporter.client is self._client:
+            await self._reporter.aclose()
+        elif self._client is not None:
+            await self._client.aclose()
+
+
 class SeenOnce:
     """Remembers the last ``kept`` objects it was shown (by identity): LiteLLM may hand one failure
     to two hooks, and each is reported once. Holding the objects keeps their ids from being reused."""
@@ -363,6 +413,10 @@ class CredentialCache:
             return credential
         finally:
             self._inflight.pop(connection_id, None)
+
+    def remember(self, connection_id: str, credential: BorrowedCredential) -> None:
+        """Keep a credential fetched elsewhere (a synchronous caller)."""
+        self._tokens[connection_id] = credential
 
     def forget(self, connection_id: str) -> None:
         """Drop a token the upstream refused (a 401): the next request borrows afresh."""

@@ -45,6 +45,7 @@ class FakeOpenAI:
     url: str
     plan: PlanWindow
     calls: list[tuple[str, str]] = field(default_factory=list)  # (route, model), in order
+    keys: list[str] = field(default_factory=list)  # the API key of each call, in order
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def base(self, route: str) -> str:
@@ -104,6 +105,7 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 return
             with fake.lock:
                 fake.calls.append((route, model))
+                fake.keys.append(str(self.headers.get("Authorization", "")).removeprefix("Bearer "))
                 if route == "plan":
                     fake.plan.roll(datetime.now(UTC))
                     spent, headers = fake.plan.spent, fake.plan.headers()

@@ -15,7 +15,9 @@ import pytest
 
 from ladder import models as m
 from ladder_client import LadderClient, LadderError
-from tests.ladder_client.conftest import CHEAP, CHEAP_MODEL, PLAN, PLAN_MODEL, Ladder
+from ladder_client.aclient import AsyncLadderClient
+from ladder_client.reporting import PerLoop
+from tests.ladder_client.conftest import CHEAP, CHEAP_MODEL, PLAN, PLAN_MODEL, CountingTransport, Ladder
 from tests.ladder_client.fake_openai import FakeOpenAI, run_fake_openai
 from tests.ladder_client.sockets import refused_url
 
@@ -159,16 +161,19 @@ def test_the_callback_never_fails_a_request_when_the_ladder_is_down(
 
     async def call() -> Any:
         response = await router.acompletion(model="plain", messages=MESSAGES)
-        await asyncio.sleep(0.5)  # the success hook runs after the answer; let it fail
+        await asyncio.sleep(0.5)  # the success hook runs after the answer; let its flush fail
         return response
 
     try:
-        with caplog.at_level(logging.WARNING, logger="ladder_client.litellm_router"):
+        with caplog.at_level(logging.WARNING, logger="ladder_client.reporting"):
             response = asyncio.run(call())
     finally:
         uninstall_callback(callback)
     assert response.choices[0].message.content == "ok"
-    assert any("could not report the usage" in record.getMessage() for record in caplog.records)
+    # The usage batch waits for the next flush, and is given up at the end (counted, not raised).
+    assert any("could not report 1 usage events" in record.getMessage() for record in caplog.records)
+    assert callback.loops.current_reporter is not None
+    assert callback.loops.current_reporter.dropped == 1
 
 
 def test_it_reports_a_failure_handed_to_both_hooks_once(fake: FakeOpenAI, gateway: LadderClient) -> None:
@@ -315,3 +320,100 @@ def test_it_also_installs_through_the_deprecated_set_custom_routing_strategy(
     router.completion(model="auto/thrifty", messages=MESSAGES)
 
     assert fake.routes() == ["plan"]  # the ladder's order (plan first), not the model list's
+
+
+def test_the_async_path_resolves_on_the_loop_and_sends_usage_in_one_batch(
+    ladder: Ladder, fake: FakeOpenAI
+) -> None:
+    router = litellm.Router(
+        model_list=[deployment(fake, "auto/thrifty", "cheap", **cheap_keys())], num_retries=0
+    )
+    sent = CountingTransport()
+    client = LadderClient(ladder.url, ladder.token, transport=sent)
+    resolved: list[str] = []
+
+    class Counting(httpx.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            resolved.append(f"{request.method} {request.url.path}")
+            return await super().handle_async_request(request)
+
+    strategy, callback = install_ladder(router, client)
+    strategy.loops = callback.loops = PerLoop(
+        lambda: AsyncLadderClient(ladder.url, ladder.token, transport=Counting()),
+        reporter_options={"flush_interval_s": 60},
+    )
+
+    async def run() -> int:
+        for _ in range(3):
+            await router.acompletion(model="auto/thrifty", messages=MESSAGES)
+        for _ in range(100):  # LiteLLM runs success hooks after the answer, in tasks of their own
+            reporter = callback.loops.current_reporter
+            if reporter is not None and reporter.queued == 3:
+                break
+            await asyncio.sleep(0.05)
+        return callback.loops.current_reporter.queue_length if callback.loops.current_reporter else 0
+
+    try:
+        queued = asyncio.run(run())
+    finally:
+        uninstall_callback(callback)  # sends what is queued, synchronously: one batch
+        client.close()
+    assert fake.routes() == ["cheap"] * 3
+    assert resolved.count("POST /api/v1/pools/resolve") == 3  # on the loop's own client
+    assert queued == 3
+    assert sent.sent == ["POST /api/v1/usage"]  # the sync client: the one batch, nothing else
+    assert m.UsageEvent.objects.filter(connection_id=CHEAP).count() == 3
+
+
+def test_a_deployment_that_opts_in_calls_with_the_key_the_ladder_lends(fake: FakeOpenAI) -> None:
+    lent: list[str] = []
+
+    def ladder_answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/credential"):
+            lent.append(request.url.path)
+            body = {"access_token": "lent-token", "expires_at": "2999-01-01T00:00:00Z", "account_id": None}
+            return httpx.Response(200, json=body)
+        pool = [
+            {
+                "provider": PLAN_MODEL[0],
+                "model": PLAN_MODEL[1],
+                "rung": "subscription",
+                "rung_index": 0,
+                "connection_id": None,
+                "allowed_connection_ids": [PLAN],
+            }
+        ]
+        now = datetime.now(UTC).isoformat()
+        resolution = {
+            "model": "auto/thrifty",
+            "grouping": "tier",
+            "category": None,
+            "resolved_at": now,
+            "pool": pool,
+            "excluded": [],
+            "empty": None,
+            "refresh": [],
+        }
+        return httpx.Response(200, json=resolution)
+
+    router = litellm.Router(
+        model_list=[deployment(fake, "auto/thrifty", "plan", **plan_keys(), ladder_borrow_credential=True)],  # type: ignore[arg-type]
+        num_retries=0,
+    )
+    client = LadderClient("http://ladder.invalid", "t", transport=httpx.MockTransport(ladder_answer))
+    loops = PerLoop(
+        lambda: AsyncLadderClient("http://ladder.invalid", "t", transport=httpx.MockTransport(ladder_answer))
+    )
+    strategy = LadderRoutingStrategy(router, client, loops=loops)
+    router.register_plugin(strategy)
+
+    async def run() -> None:
+        for _ in range(2):
+            await router.acompletion(model="auto/thrifty", messages=MESSAGES)
+
+    asyncio.run(run())
+    router.completion(model="auto/thrifty", messages=MESSAGES)  # the synchronous path: cached too
+    assert fake.routes() == ["plan"] * 3
+    assert fake.keys == ["lent-token"] * 3
+    assert lent == [f"/api/v1/connections/{PLAN}/credential"]
+    assert router.get_model_list(model_name="auto/thrifty")[0]["litellm_params"]["api_key"] == "plan"
