@@ -139,6 +139,11 @@ class LadderReporter:
         try:
             await self.client.report_usage(batch)
         except LadderError as exc:
+            if exc.code == "unexpected_response" and (exc.status is None or exc.status < 400):
+                # The ladder took the batch; only its answer is unreadable (a version mismatch).
+                self.sent += len(batch)
+                logger.warning("the ladder's answer to %d usage events is unreadable: %s", len(batch), exc)
+                return True
             if exc.status is not None and 400 <= exc.status < 500 and exc.status != 429:
                 # The ladder read the batch and refused it: sending it again changes nothing.
                 self.rejected += len(batch)
