@@ -1,11 +1,14 @@
 """A typed Python client of the OmniRoute Ladder gateway API, and a LiteLLM integration.
 
 ``ladder_client`` needs httpx and msgspec: of the ladder it imports only the wire shapes
-(``ladder.contract``, which imports the pure ``ladder.domain``), never Django. The LiteLLM routing
-strategy and callback live in ``ladder_client.litellm_router`` (``pip install .[litellm]``), which is
-the only module that imports LiteLLM.
+(``ladder.contract``, which imports the pure ``ladder.domain``), never Django. ``AsyncLadderClient``
+(``ladder_client.aclient``) makes the same calls from an event loop, and ``ladder_client.reporting``
+batches what a gateway reports. The LiteLLM integrations (``pip install .[litellm]``) are the only
+modules that import LiteLLM: the Router's strategy and callback in ``ladder_client.litellm_router``,
+the proxy's hook in ``ladder_client.litellm_proxy``.
 """
 
+from ladder_client.aclient import AsyncLadderClient
 from ladder_client.client import LadderClient, LadderError, ResolutionCache
 from ladder_client.types import (
     BorrowedCredential,
@@ -28,6 +31,7 @@ from ladder_client.types import (
 )
 
 __all__ = [
+    "AsyncLadderClient",
     "BorrowedCredential",
     "Candidate",
     "ConnectionState",

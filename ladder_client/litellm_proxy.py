@@ -55,10 +55,14 @@ API key from the ladder (``GET /api/v1/connections/{id}/credential``) for its co
 until a minute before it expires; the key is set on the deployment the filter hands to that
 attempt only.
 
-Hooks used, and the LiteLLM release each appeared in: ``async_pre_call_hook`` and the
-``async_log_*_event`` pair (proxy callbacks since 1.x before 1.40), ``async_filter_deployments``
-(``CustomLogger``, since about 1.52). Tested on 1.110.2 (the ladder's ``.venv``) and
-1.108.7 (``litellm[proxy]``, the newest that installs here).
+Hooks used (all on ``CustomLogger``): ``async_pre_call_hook`` (proxy-only, in every 1.x proxy
+release; the proxy calls it only when the hook's own class defines it: it reads
+``vars(type(callback))``, so a subclass of ``LadderProxyHook`` must define it again),
+``async_filter_deployments`` (the Router's per-attempt filter, present in 1.80, 1.108.7 and
+1.110.2), and ``async_log_success_event``/``async_log_failure_event`` (every 1.x release; LiteLLM
+awaits the failure hook before its retry). Checked in the source of 1.110.2 (the ladder's
+``.venv``, where the tests call these methods with a real Router); the proxy itself runs 1.108.7,
+the newest ``litellm[proxy]`` that installs here.
 """
 
 from __future__ import annotations
