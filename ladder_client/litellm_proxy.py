@@ -33,7 +33,9 @@ The hooks (what runs when):
   untouched.
 - ``async_filter_deployments`` (every attempt, after LiteLLM's cooldown filter): narrows the
   attempt to the deployments of the first pool entry that still has one, leaving out those that
-  already failed in this request, so that a retry after a 429 climbs exactly one rung.
+  already failed in this request, so that a retry after a 429 climbs exactly one rung. A request
+  that did not pass the pre-call hook is resolved here (an empty pool raises ``LadderPoolEmpty``,
+  which LiteLLM does not retry).
 - ``async_log_failure_event``: an upstream error answer is reported at once and awaited (LiteLLM
   awaits the hook before it retries), so the ladder has heard it before the retry is routed.
 - ``async_log_success_event``: usage is queued and sent in batches; quota headers are coalesced
@@ -88,6 +90,7 @@ from ladder_client.litellm_router import (
     METADATA_BUCKETS,
     PROVIDER_KEY,
     LadderConfigError,
+    LadderPoolEmpty,
     LadderRoutingError,
     _failure_details,
     _ladder_info,
@@ -470,7 +473,8 @@ class LadderProxyHook(CustomLogger):
             return healthy_deployments
         pool = _from_metadata(request_kwargs, POOL_KEY)
         if not isinstance(pool, list):
-            return healthy_deployments  # not through the pre-call hook: nothing to narrow by
+            # Not through the pre-call hook (a route that skips it): ask now, fail closed.
+            pool = await self._pool_for(model, healthy_deployments)
         failed = set(self._failed.get(str(_from_metadata(request_kwargs, REQUEST_KEY)), ()))
         for key in LITELLM_SKIPPED_KEYS:
             skipped = (request_kwargs or {}).get(key)
@@ -491,6 +495,16 @@ class LadderProxyHook(CustomLogger):
                 picked.sort(key=lambda deployment: connection_ids.index(_target(deployment)[2]))  # type: ignore[index]
                 return [await self._with_credential(deployment) for deployment in picked]
         return []
+
+    async def _pool_for(self, model: str, healthy_deployments: Sequence[Any]) -> list[list[Any]]:
+        router = self._router()
+        listed = group_deployments(router, model) if router is not None else []
+        deployments = listed or [d for d in healthy_deployments if isinstance(d, Mapping)]
+        candidates, _ = ladder_candidates(model, deployments)
+        resolution = await self.client.resolve(model, candidates)
+        if not resolution.pool:
+            raise LadderPoolEmpty(model, resolution.empty, resolution)
+        return _pool_document(resolution)
 
     async def _with_credential(self, deployment: Mapping[str, Any]) -> Any:
         connection_id = borrows_credential(deployment)

@@ -31,7 +31,7 @@ from ladder_client.litellm_proxy import (  # noqa: E402 - needs LiteLLM, an opti
     config_problems,
     validate_proxy_config,
 )
-from ladder_client.litellm_router import LadderConfigError, group_deployments  # noqa: E402
+from ladder_client.litellm_router import LadderConfigError, LadderPoolEmpty, group_deployments  # noqa: E402
 from tests.ladder_client.test_litellm_integration import (  # noqa: E402
     MESSAGES,
     SUBSCRIPTION,
@@ -231,6 +231,27 @@ def test_the_filter_drops_a_deployment_that_failed_in_this_request(ladder: Ladde
     first, second = asyncio.run(run())
     assert [d["model_info"]["id"] for d in first] == [plan["model_info"]["id"]]
     assert [d["model_info"]["id"] for d in second] == [cheap["model_info"]["id"]]
+
+
+def test_an_attempt_that_skipped_the_pre_call_hook_is_resolved_and_fails_closed(
+    ladder: Ladder, fake: FakeOpenAI
+) -> None:
+    router = proxy_router(fake)
+    hook = LadderProxyHook(url=ladder.url, token=ladder.token, router=router)
+    thrifty = group_deployments(router, THRIFTY)
+    subscription = group_deployments(router, SUBSCRIPTION)
+
+    async def run() -> list[Any]:
+        try:
+            picked = await hook.async_filter_deployments(THRIFTY, thrifty, MESSAGES, {"metadata": {}})
+            with pytest.raises(LadderPoolEmpty) as raised:
+                await hook.async_filter_deployments(SUBSCRIPTION, subscription, MESSAGES, {"metadata": {}})
+            assert raised.value.code == "no_verified_subscription_quota"
+            return picked
+        finally:
+            await hook.aclose()
+
+    assert [d["model_info"]["ladder_connection_id"] for d in asyncio.run(run())] == [PLAN]
 
 
 def test_usage_is_batched_and_counted_once(ladder: Ladder, fake: FakeOpenAI) -> None:
