@@ -286,6 +286,30 @@ class LadderReporter:
         await self._send_observations(force=True)
         await self.client.aclose()
 
+    def take_over(self, previous: LadderReporter) -> None:
+        """Adopt what another reporter (of a loop now gone) still holds, and its figures."""
+        self._usage.extend(previous._usage)
+        previous._usage.clear()
+        for connection_id, pending in previous._pending.items():
+            self._pending.setdefault(connection_id, pending)
+        previous._pending.clear()
+        for connection_id, failed_at in previous._failed_at.items():
+            self._failed_at[connection_id] = max(failed_at, self._failed_at.get(connection_id, failed_at))
+        self._last_sent.update(previous._last_sent)
+        for figure in (
+            "queued",
+            "sent",
+            "dropped",
+            "rejected",
+            "failed_batches",
+            "observations_sent",
+            "observations_coalesced",
+            "failures_sent",
+        ):
+            setattr(self, figure, getattr(self, figure) + getattr(previous, figure))
+        if self._usage or self._pending:
+            self._start_flusher(urgent=False)
+
     def drain_sync(self, client: LadderClient) -> int:
         """Send the queued usage with a synchronous client (at interpreter exit, no loop left);
         returns the number of events sent."""
@@ -338,7 +362,9 @@ class PerLoop:
     def reporter(self) -> LadderReporter:
         client = self.client
         if self._reporter is None or self._reporter.client is not client:
-            self._reporter = LadderReporter(client, **self._reporter_options)
+            previous, self._reporter = self._reporter, LadderReporter(client, **self._reporter_options)
+            if previous is not None:  # what the old loop's reporter still held goes with the new one
+                self._reporter.take_over(previous)
         return self._reporter
 
     @property
@@ -347,11 +373,12 @@ class PerLoop:
         return self._reporter
 
     async def aclose(self) -> None:
-        """Flush what the current loop's reporter holds and close its client."""
-        if self._reporter is not None and self._reporter.client is self._client:
-            await self._reporter.aclose()
-        elif self._client is not None:
-            await self._client.aclose()
+        """Flush what is held (an earlier loop's leftovers too) with this loop's client, and close it."""
+        if self._reporter is None:
+            if self._client is not None:
+                await self._client.aclose()
+            return
+        await self.reporter.aclose()
 
 
 class SeenOnce:

@@ -14,7 +14,7 @@ import pytest
 
 from ladder_client import UsageEvent
 from ladder_client.aclient import AsyncLadderClient
-from ladder_client.reporting import CredentialCache, LadderReporter, utilisation
+from ladder_client.reporting import CredentialCache, LadderReporter, PerLoop, utilisation
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 UNIFIED = "anthropic-ratelimit-unified-5h-"
@@ -214,3 +214,23 @@ def test_credentials_are_cached_until_shortly_before_expiry_and_shared_while_fet
 
     assert asyncio.run(run()) == ["token-1", "token-1", "token-1", "token-2"]
     assert fetched == ["plan", "plan"]
+
+
+def test_events_queued_on_a_loop_that_ended_go_out_with_the_next_loops_reporter() -> None:
+    ladder = FakeLadder()
+    loops = PerLoop(
+        lambda: AsyncLadderClient("http://ladder", "t", transport=httpx.MockTransport(ladder)),
+        reporter_options={"flush_interval_s": 60},
+    )
+
+    async def queue(n: int) -> None:
+        loops.reporter.offer_usage(event(n))
+
+    async def close() -> None:
+        await loops.aclose()
+
+    asyncio.run(queue(1))  # its loop ends before any flush
+    asyncio.run(queue(2))
+    asyncio.run(close())
+    sent = [e["request_id"] for path, body in ladder.calls if path == "/api/v1/usage" for e in body["events"]]
+    assert sent == ["litellm:1", "litellm:2"]
