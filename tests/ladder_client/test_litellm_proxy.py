@@ -40,8 +40,6 @@ from tests.ladder_client.test_litellm_integration import (  # noqa: E402
 )
 from tests.ladder_client.test_litellm_router import _litellm_callbacks_restored  # noqa: E402, F401
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture
 def fake() -> Iterator[FakeOpenAI]:
