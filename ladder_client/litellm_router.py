@@ -21,6 +21,7 @@ This is the only module of ``ladder_client`` that imports LiteLLM (``pip install
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import threading
@@ -570,11 +571,16 @@ class LadderCallback(CustomLogger):
             return True
 
     def drain(self) -> int:
-        """Send the usage still queued, synchronously (when the loop that queued it is gone)."""
+        """Send the usage still queued, synchronously (when the loop that queued it is gone, and at
+        interpreter exit); never raises."""
         reporter = self.loops.current_reporter
         if reporter is None or not reporter.queue_length:
             return 0
-        return reporter.drain_sync(self.client)
+        try:
+            return reporter.drain_sync(self.client)
+        except Exception as exc:  # a client closed by its owner, say
+            logger.warning("could not send the %d usage events still queued: %s", reporter.queue_length, exc)
+            return 0
 
 
 # --- installing both --------------------------------------------------------------------------
@@ -592,8 +598,9 @@ def install_ladder(
     The strategy replaces the router's own picks (``register_plugin``, or, on LiteLLM releases
     without it, ``set_custom_routing_strategy``). The callback is registered with LiteLLM, which
     keeps callbacks process-wide: ``uninstall_callback`` removes it when the router goes away,
-    sending the usage still queued. Both share one ``AsyncLadderClient`` per event loop and its
-    ``LadderReporter`` (``reporter_options``: its queue and flush settings)."""
+    sending the usage still queued (as the interpreter's exit does, if it is never called). Both
+    share one ``AsyncLadderClient`` per event loop and its ``LadderReporter``
+    (``reporter_options``: its queue and flush settings)."""
     import litellm
 
     loops = PerLoop(client.asynchronous, reporter_options=reporter_options)
@@ -605,6 +612,7 @@ def install_ladder(
         router.set_custom_routing_strategy(strategy)
     callback = LadderCallback(client, report_headers=report_headers, loops=loops)
     litellm.logging_callback_manager.add_litellm_callback(callback)
+    atexit.register(callback.drain)
     return strategy, callback
 
 
@@ -614,4 +622,5 @@ def uninstall_callback(callback: LadderCallback) -> None:
     import litellm
 
     callback.drain()
+    atexit.unregister(callback.drain)
     litellm.logging_callback_manager.remove_callback_from_all_lists(callback, require_self=False)
