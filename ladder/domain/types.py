@@ -248,14 +248,14 @@ class Snapshot:
     # Spend of the current budget period per budget rung ("cheap", "premium"); absent = $0.
     spend_usd: Mapping[str, float] = field(default_factory=dict)
     # Per-snapshot memo of values derived from it alone (billing verdicts, catalog candidates, pair
-    # verdicts with their validity: ladder.domain.resolve); never compared.
+    # verdicts with their validity: ladder.domain.memo); never compared.
     memo: dict[tuple[Any, ...], Any] = field(
         default_factory=dict, init=False, compare=False, repr=False, hash=False
     )
 
     def with_spend(self, spend_usd: Mapping[str, float]) -> Snapshot:
         """The same inputs with other spend. The memo is shared: what it holds is derived from the
-        other inputs, or (pair verdicts) kept apart by the budgets' state (ladder.domain.resolve)."""
+        other inputs, or (pair verdicts) kept apart by the budgets' state (ladder.domain.memo)."""
         other = Snapshot(self.config, self.billing_catalog, self.models, self.connections, spend_usd)
         object.__setattr__(other, "memo", self.memo)
         return other

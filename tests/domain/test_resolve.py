@@ -1039,9 +1039,7 @@ def test_it_judges_again_once_a_cooldown_has_ended() -> None:
 
 
 def test_it_stops_storing_verdicts_at_its_cap_and_still_answers(monkeypatch: pytest.MonkeyPatch) -> None:
-    resolve_module = importlib.import_module("ladder.domain.resolve")  # the package re-exports resolve()
-
-    monkeypatch.setattr(resolve_module, "MEMO_MAX_VERDICTS", 3)
+    monkeypatch.setattr(importlib.import_module("ladder.domain.memo"), "MEMO_MAX_VERDICTS", 3)
     s = snap(plan("s1"), key("k1"))
     # A gateway may send any model names and connection ids: the memo must not grow with them.
     candidates = [logical(["s1", "k1", f"ghost-{i}"], model=f"model-{i}") for i in range(20)]

@@ -18,7 +18,7 @@ from tests.domain.builders import NOW, later
 
 def domain_classes(kind: type) -> list[Any]:
     found = {}
-    for module_name in ("types", "autoid", "billing", "budgets", "resolve"):
+    for module_name in ("types", "autoid", "billing", "budgets", "memo", "resolve"):
         module = importlib.import_module(f"ladder.domain.{module_name}")
         for name, value in vars(module).items():
             if not inspect.isclass(value) or value.__module__ != module.__name__:
