@@ -228,7 +228,9 @@ def test_it_answers_503_and_writes_nothing_half_when_sqlite_is_locked(
 ) -> None:
     assert database.sqlite_path is not None
     seed(ladder_env, SPEC)
-    web_process = processes.web({**ladder_env, "SQLITE_TIMEOUT_S": "1"})
+    # DB_CONN_MAX_AGE=0: the lock-out below takes an exclusive lock, which no process can get while
+    # another keeps a WAL connection open between requests.
+    web_process = processes.web({**ladder_env, "SQLITE_TIMEOUT_S": "1", "DB_CONN_MAX_AGE": "0"})
     web = httpx.Client(base_url=web_process.url(), headers=AUTH, timeout=30)
     before = web.post("/api/v1/pools/resolve", json={"model": "auto/subscription"})
     assert before.status_code == 200, before.text
