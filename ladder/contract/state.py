@@ -163,18 +163,6 @@ def parse_time(value: Any, path: str) -> datetime:
     return _utc(moment, path)
 
 
-_CANDIDATES = tuple[Candidate, ...] | None
-
-
-def parse_candidates(value: Any, path: str) -> tuple[Candidate, ...] | None:
-    """The `candidates` of a resolve request (STATE.md's request.candidates)."""
-    try:
-        candidates: tuple[Candidate, ...] | None = msgspec.convert(value, _CANDIDATES)
-    except msgspec.ValidationError as exc:
-        raise _translate(exc, value, path) from None
-    return candidates
-
-
 def load_json_text(raw: bytes | str) -> Any:
     """JSON values of a text as Python's json reads them (NaN, 1e400 included: the field refuses them)."""
     try:
