@@ -86,10 +86,6 @@ def parse_credential_file(kind: str, text: str, *, now: datetime) -> Credential:
     return parser(document, now)
 
 
-def has_credential_file(kind: str | None) -> bool:
-    return kind in PARSERS
-
-
 # --- readers ---------------------------------------------------------------------------------
 
 
