@@ -1,12 +1,29 @@
-"""JSON text out of the offline commands: compact or indented, non-ASCII characters as they are."""
+"""JSON text in and out of the offline commands: a state file read from a path or standard input, and
+documents written compact or indented, non-ASCII characters as they are."""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 import orjson
+
+from ladder.contract.state import StateError
+
+
+def read_text(path: str) -> str:
+    """The text of the file at `path` (- for standard input); a StateError saying why not."""
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise StateError("", f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise StateError("", f"{path} is not UTF-8 text (byte {exc.start})") from None
 
 
 def dump_json_text(document: Any, indent: int | None = None) -> str:

@@ -3,13 +3,13 @@ configuration, in one transaction, all or nothing."""
 
 from __future__ import annotations
 
-import sys
 from argparse import ArgumentParser
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
 from ladder.contract.state import StateError, load_json_text
+from ladder.offline.jsontext import read_text
 from ladder.services.imports import state_import
 
 
@@ -23,15 +23,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         path = options["state"]
         try:
-            if path == "-":
-                text = sys.stdin.read()
-            else:
-                with open(path, encoding="utf-8") as fh:
-                    text = fh.read()
-        except OSError as exc:
-            raise CommandError(f"cannot read {path}: {exc.strerror}", returncode=2) from None
-        except UnicodeDecodeError as exc:
-            raise CommandError(f"{path} is not UTF-8 text (byte {exc.start})", returncode=2) from None
+            text = read_text(path)
+        except StateError as exc:
+            raise CommandError(str(exc), returncode=2) from None
         try:
             summary = state_import(data=load_json_text(text), replace=options["replace"])
         except StateError as exc:

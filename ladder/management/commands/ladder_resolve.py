@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from argparse import ArgumentParser
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -11,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ladder.contract.state import StateError, decode_state, parse_time, state_to_dict
 from ladder.domain import AutoIdError, resolution_to_dict, resolve
-from ladder.offline.jsontext import dump_json_text
+from ladder.offline.jsontext import dump_json_text, read_text
 
 
 def one_line(message: str) -> str:
@@ -63,18 +62,7 @@ class Command(BaseCommand):
         self._print(document, options["indent"])
 
     def _resolve(self, options: dict[str, Any]) -> dict[str, Any]:
-        path = options["state"]
-        try:
-            if path == "-":
-                text = sys.stdin.read()
-            else:
-                with open(path, encoding="utf-8") as fh:
-                    text = fh.read()
-        except OSError as exc:
-            raise StateError("", f"cannot read {path}: {exc.strerror}") from None
-        except UnicodeDecodeError as exc:
-            raise StateError("", f"{path} is not UTF-8 text (byte {exc.start})") from None
-        state = decode_state(text)
+        state = decode_state(read_text(options["state"]))
         now = parse_time(options["now"], "--now") if options["now"] is not None else state.now
         if now is None:
             raise StateError("now", "is required (or pass --now)")
