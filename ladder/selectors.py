@@ -434,26 +434,6 @@ def connection_from_values(
     )
 
 
-def connection_to_domain(row: m.Connection, reading: Reading | None, *, config: LadderConfig) -> Connection:
-    return Connection(
-        id=row.id,
-        provider=row.provider,
-        auth_type=row.auth_type,
-        keyless=row.keyless,
-        enabled=row.enabled,
-        disabled_reason=row.disabled_reason,
-        base_url=row.base_url,
-        cooldown_until=row.cooldown_until,
-        overage_override=cast("Overage | None", row.overage_override),
-        models=None if row.models is None else tuple(row.models),
-        reading=reading,
-        poll_interval_s=effective_poll_interval_s(
-            config.refresh_interval_s, connection_poll_floor_s(row.provider, row.min_poll_interval_s)
-        ),
-        reserve_pct=row.reserve_pct,
-    )
-
-
 def spend_usd(*, period: BudgetPeriod, now: datetime) -> dict[str, float]:
     """USD spent per budget rung in the budget period containing now; every budget rung present ($0 when
     none). One query on the spend counters (services.spend), whatever the volume of usage."""

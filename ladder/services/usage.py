@@ -272,7 +272,10 @@ def _check_token_ceiling(
 def _price(events: list[UsageInput], now: datetime, token: m.GatewayToken | None) -> list[m.UsageEvent]:
     """The rows to insert: rung, budget rung and cost of each event. UsageInvalid names the field."""
     connection_rows = {
-        row.id: row for row in m.Connection.objects.filter(pk__in={event.connection_id for event in events})
+        values[0]: values
+        for values in m.Connection.objects.filter(
+            pk__in={event.connection_id for event in events}
+        ).values_list(*selectors.CONNECTION_FIELDS)
     }
     catalog = {(e.provider, e.auth_type): e for e in selectors.catalog_entries()}
     models = {(e.provider, e.model): e for e in selectors.model_entries()}
@@ -293,7 +296,7 @@ def _price(events: list[UsageInput], now: datetime, token: m.GatewayToken | None
                 f"the ladder knows no connection {event.connection_id!r}",
                 code="unknown_connection",
             )
-        connection = selectors.connection_to_domain(row, None, config=config)
+        connection = selectors.connection_from_values(row, None, config=config)
         verdict = classify_billing(connection, catalog)
         entry = models.get((connection.provider, event.model))
         rung = rung_for(verdict.billing, entry, config)
