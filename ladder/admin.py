@@ -720,27 +720,11 @@ class GatewayTokenAdmin(admin.ModelAdmin):
     actions = ("revoke_tokens",)
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        """The form's fields; a saved token also shows its prefix and times."""
+        name, *editable = GatewayTokenForm.Meta.fields
         if obj is None:
-            return (
-                "name",
-                "scope_resolve",
-                "scope_report",
-                "scope_credentials",
-                "connection_ids",
-                "spend_ceiling_usd",
-            )
-        return (
-            "name",
-            "prefix_shown",
-            "scope_resolve",
-            "scope_report",
-            "scope_credentials",
-            "connection_ids",
-            "spend_ceiling_usd",
-            "created_at",
-            "last_used_at",
-            "revoked_at",
-        )
+            return (name, *editable)
+        return (name, "prefix_shown", *editable, "created_at", "last_used_at", "revoked_at")
 
     @admin.display(description="token starts with")
     def prefix_shown(self, obj: GatewayToken) -> str:
