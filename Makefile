@@ -5,8 +5,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | sha1sum | cut -c1-12)
+# The LiteLLM proxy runs apart from the ladder, in a virtualenv of its own (docs/LITELLM.md):
+# litellm[proxy] 1.108.7 (1.109+ needs litellm-proxy-extras the registry lacks), gunicorn<24, and
+# ladder_client from this repo (--no-deps: the ladder's own pins stay in .venv).
+PROXY_VENV := .venv-litellm-proxy
+PROXY_LOCK := requirements-litellm-proxy.lock
+PROXY_STAMP := $(PROXY_VENV)/.installed-$(shell cat pyproject.toml $(PROXY_LOCK) | sha1sum | cut -c1-12)
 
-.PHONY: run test lint lint-imports typecheck pytest acceptance check-deploy soak credentials-soak venv bench-domain bench-refresh bench-api bench-dashboard bench-body browsers clean
+.PHONY: run test lint lint-imports typecheck pytest acceptance check-deploy soak credentials-soak venv venv-litellm-proxy bench-domain bench-gateway bench-refresh bench-api bench-dashboard bench-body browsers clean
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,6 +22,18 @@ $(STAMP): pyproject.toml requirements.lock
 	@touch $(STAMP)
 
 venv: $(STAMP)
+
+$(PROXY_STAMP): pyproject.toml $(PROXY_LOCK)
+	@test -x $(PROXY_VENV)/bin/python || $(PYTHON) -m venv $(PROXY_VENV)
+	$(PROXY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PROXY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -c $(PROXY_LOCK) \
+	  'litellm[proxy]' msgspec httpx
+	$(PROXY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@rm -f $(PROXY_VENV)/.installed-*
+	@touch $(PROXY_STAMP)
+
+# The proxy's virtualenv alone (make test builds it too: the proxy's integration test runs in it).
+venv-litellm-proxy: $(PROXY_STAMP)
 
 # The browser tests drive Debian's Chromium through its chromedriver (never a downloaded browser).
 browsers:
@@ -45,7 +63,7 @@ check-deploy: $(STAMP)
 	LADDER_CREDENTIAL_KEY="$$($(PY) -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')" \
 	$(PY) manage.py check --deploy --fail-level WARNING
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(PROXY_STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The long profiles of the reliability suite (docs/RELIABILITY.md), never part of `make test`: every
@@ -69,7 +87,7 @@ bench-domain: $(STAMP)
 	$(PY) benchmarks/bench_domain.py
 
 clean:
-	rm -rf $(VENV) staticfiles .local db.sqlite3*
+	rm -rf $(VENV) $(PROXY_VENV) staticfiles .local db.sqlite3*
 
 bench-refresh: $(STAMP)
 	$(PY) benchmarks/bench_refresh.py
