@@ -1,7 +1,12 @@
 """A small OpenAI-compatible upstream on a free port: `/plan/v1` plays a Claude Code plan whose
 5-hour window can be spent (a 429 with the unified rate-limit headers that the ladder's Claude
 adapter reads as quota exhaustion, reset a few seconds ahead) and then resets on the real clock;
-`/cheap/v1` and `/paid/v1` play metered API keys that always answer. Every call is recorded."""
+`/cheap/v1` and `/paid/v1` play metered API keys that always answer. Every call is recorded.
+
+The plan's window is spent either at once (``exhaust_plan``) or by the completions it serves: with
+``drain`` set, each served completion uses that fraction of the window, and once it is used up the
+plan answers 429 until its reset, ``reset_in_s`` after the completion that spent it. The headers of
+a served answer tell the window as it was when the request arrived (the provider's count lags)."""
 
 from __future__ import annotations
 
@@ -27,6 +32,16 @@ class PlanWindow:
     used: float = 0.4  # fraction of the window used
     reset_at: datetime = field(default_factory=lambda: datetime.now(UTC) + timedelta(hours=1))
     spent: bool = False
+    drain: float = 0.0  # fraction of the window one served completion uses (0: never spent by use)
+    reset_in_s: float = 3600.0  # how long after the completion that spends it the window resets
+
+    def serve(self, now: datetime) -> None:
+        """One completion served: it uses ``drain`` of the window, and may spend it."""
+        if self.drain <= 0:
+            return
+        self.used = round(self.used + self.drain, 6)
+        if self.used >= 1.0:
+            self.spent, self.reset_at = True, now + timedelta(seconds=self.reset_in_s)
 
     def roll(self, now: datetime) -> None:
         if self.spent and now >= self.reset_at:
@@ -45,6 +60,7 @@ class FakeOpenAI:
     url: str
     plan: PlanWindow
     calls: list[tuple[str, str]] = field(default_factory=list)  # (route, model), in order
+    statuses: list[int] = field(default_factory=list)  # the status answered to each call, in order
     keys: list[str] = field(default_factory=list)  # the API key of each call, in order
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -58,9 +74,23 @@ class FakeOpenAI:
             self.plan.reset_at = datetime.now(UTC) + timedelta(seconds=reset_in_s)
             return self.plan.reset_at
 
+    def drain_plan(self, *, per_completion: float, reset_in_s: float) -> None:
+        """From now on each completion the plan serves uses ``per_completion`` of its window."""
+        with self.lock:
+            self.plan.drain, self.plan.reset_in_s = per_completion, reset_in_s
+
     def routes(self) -> list[str]:
         with self.lock:
             return [route for route, _ in self.calls]
+
+    def served(self, route: str) -> int:
+        """How many completions ``route`` answered with a 200."""
+        with self.lock:
+            return sum(
+                1
+                for (called, _), status in zip(self.calls, self.statuses, strict=True)
+                if called == route and status == 200
+            )
 
 
 def _completion(model: str) -> dict[str, Any]:
@@ -107,10 +137,14 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 fake.calls.append((route, model))
                 fake.keys.append(str(self.headers.get("Authorization", "")).removeprefix("Bearer "))
                 if route == "plan":
-                    fake.plan.roll(datetime.now(UTC))
+                    now = datetime.now(UTC)
+                    fake.plan.roll(now)
                     spent, headers = fake.plan.spent, fake.plan.headers()
+                    if not spent:
+                        fake.plan.serve(now)
                 else:
                     spent, headers = False, {"x-ratelimit-remaining-requests": "499"}
+                fake.statuses.append(429 if spent else 200)
             if spent:
                 error = {
                     "type": "error",
