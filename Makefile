@@ -6,11 +6,12 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | sha1sum | cut -c1-12)
 # The LiteLLM proxy runs apart from the ladder, in a virtualenv of its own (docs/LITELLM.md):
-# litellm[proxy] 1.108.7 (1.109+ needs litellm-proxy-extras the registry lacks), gunicorn<24, and
-# ladder_client from this repo (--no-deps: the ladder's own pins stay in .venv).
+# litellm[proxy] 1.108.7 (1.108.8+ need litellm-enterprise / litellm-proxy-extras releases the registry
+# lacks), gunicorn<24, and ladder_client from this repo (--no-deps, editable: the ladder's own pins
+# stay in .venv). The stamp follows the lock only: an editable install reads the source in place.
 PROXY_VENV := .venv-litellm-proxy
 PROXY_LOCK := requirements-litellm-proxy.lock
-PROXY_STAMP := $(PROXY_VENV)/.installed-$(shell cat pyproject.toml $(PROXY_LOCK) | sha1sum | cut -c1-12)
+PROXY_STAMP := $(PROXY_VENV)/.installed-$(shell cat $(PROXY_LOCK) | sha1sum | cut -c1-12)
 
 .PHONY: run test lint lint-imports typecheck pytest acceptance check-deploy soak credentials-soak venv venv-litellm-proxy bench-domain bench-gateway bench-refresh bench-api bench-dashboard bench-body browsers clean
 
@@ -23,7 +24,7 @@ $(STAMP): pyproject.toml requirements.lock
 
 venv: $(STAMP)
 
-$(PROXY_STAMP): pyproject.toml $(PROXY_LOCK)
+$(PROXY_STAMP): $(PROXY_LOCK)
 	@test -x $(PROXY_VENV)/bin/python || $(PYTHON) -m venv $(PROXY_VENV)
 	$(PROXY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PROXY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -c $(PROXY_LOCK) \
@@ -100,3 +101,9 @@ bench-dashboard: $(STAMP)
 
 bench-body: $(STAMP)
 	$(PY) benchmarks/bench_body.py
+
+# The LiteLLM proxy (.venv-litellm-proxy, --num_workers 1) with and without the ladder's hook against
+# an upstream that answers at once, the ladder under gunicorn gthread; the Router's figure too.
+# Last line: ratio=<with hook / without rps>, resolution cache off (docs/LITELLM.md).
+bench-gateway: $(STAMP) $(PROXY_STAMP)
+	$(PY) benchmarks/bench_gateway.py
