@@ -46,6 +46,9 @@ class Ladder:
     url: str
     token: str  # scopes resolve and report
     refreshes: RefreshRecorder
+    # Held while the live server answers a request (SQLite): hold it to read the database from the
+    # test while a process keeps calling the ladder.
+    database_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def client(self, **options: Any) -> LadderClient:
         return LadderClient(self.url, self.token, **options)
@@ -86,17 +89,17 @@ WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 @contextmanager
-def one_request_at_a_time(live_server: Any) -> Iterator[None]:
+def one_request_at_a_time(live_server: Any) -> Iterator[threading.Lock]:
     """On SQLite the test database lives in memory, one connection that every thread of the live
     server shares; concurrent requests there fail with "database table is locked" where a real
     SQLite file waits for its lock. The gateway reports while it routes, so the live server
-    answers one request at a time (each is read to its end under the lock)."""
+    answers one request at a time (each is read to its end under the lock), which it yields."""
+    lock = threading.Lock()
     if connection.vendor != "sqlite":
-        yield
+        yield lock
         return
     server = live_server.thread.httpd
     app: WsgiApp = server.get_app()
-    lock = threading.Lock()
 
     def serialized(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         with lock:
@@ -110,7 +113,7 @@ def one_request_at_a_time(live_server: Any) -> Iterator[None]:
 
     server.set_app(serialized)
     try:
-        yield
+        yield lock
     finally:
         server.set_app(app)
 
@@ -129,8 +132,8 @@ def ladder(
     api.snapshot_cache.clear()
     seed_catalog()
     _, token = gateway_token_create(name="gateway", scope_resolve=True, scope_report=True)
-    with one_request_at_a_time(live_server):
-        yield Ladder(url=live_server.url, token=token, refreshes=recorder)
+    with one_request_at_a_time(live_server) as lock:
+        yield Ladder(url=live_server.url, token=token, refreshes=recorder, database_lock=lock)
     api.snapshot_cache.clear()
 
 

@@ -129,6 +129,15 @@ def eventually(check: Callable[[], T], accept: Callable[[T], bool], what: str) -
         time.sleep(0.05)
 
 
+def usage_events(ladder: Ladder) -> dict[str, int]:
+    """Usage events per connection, read between two of the live server's answers."""
+    with ladder.database_lock:
+        return {
+            connection: m.UsageEvent.objects.filter(connection_id=connection).count()
+            for connection in (PLAN, CHEAP)
+        }
+
+
 class Proxy:
     def __init__(self, service: Service, master_key: str) -> None:
         self.http = httpx.Client(
@@ -159,7 +168,8 @@ def test_the_proxy_routes_plan_first_climbs_refuses_and_comes_back(
     with running_proxy(RECIPE / "config.yaml", env, tmp_path / "proxy.log") as service:
         proxy = Proxy(service, env["LITELLM_MASTER_KEY"])
         reset_at = scenario(proxy, client, fake)
-        # Usage is batched: wait until the ladder has counted the cheap rung's two completions.
+        # Usage is batched: wait until the ladder has counted the cheap rung's two completions, at
+        # LiteLLM's price, and one usage event per success on the connection that served it.
         expected = 2 * (
             PROMPT_TOKENS * CHEAP_INPUT_USD_PER_TOKEN + COMPLETION_TOKENS * CHEAP_OUTPUT_USD_PER_TOKEN
         )
@@ -168,16 +178,13 @@ def test_the_proxy_routes_plan_first_climbs_refuses_and_comes_back(
             lambda spent: spent == pytest.approx(expected, abs=1e-6),
             "the cheap rung's spend",
         )
+        served = {PLAN: fake.served("plan"), CHEAP: fake.served("cheap")}
+        eventually(lambda: usage_events(ladder), lambda counted: counted == served, "the usage events")
     client.close()
 
-    # Every success counted exactly once, on the connection that served it; nothing else counted. The
-    # proxy has stopped (its hook flushes the usage queue at shutdown): the database is ours to read.
-    assert proxy.served == fake.served("plan") + fake.served("cheap") == 6
-    by_connection = {
-        connection: m.UsageEvent.objects.filter(connection_id=connection).count()
-        for connection in (PLAN, CHEAP)
-    }
-    assert by_connection == {PLAN: fake.served("plan"), CHEAP: fake.served("cheap")}
+    # Every success counted exactly once: nothing more arrived with the proxy's shutdown.
+    assert proxy.served == sum(served.values()) == 6
+    assert usage_events(ladder) == served
     assert m.UsageEvent.objects.count() == proxy.served
     assert fake.routes().count("paid") == 0
     assert reset_at < datetime.now(UTC)
@@ -258,3 +265,12 @@ def test_a_fallback_leading_auto_subscription_anywhere_stops_the_proxy_at_start_
     assert proxy.proc.returncode != 0, log[-3000:]
     for named in ("LadderConfigError", "fallbacks[0]", SUBSCRIPTION, PAID_GROUP):  # names the entry
         assert named in log, log[-3000:]
+
+
+def test_the_docs_show_the_very_files_the_proxy_runs_here() -> None:
+    """docs/LITELLM.md quotes config.yaml and ladder_hook.py whole: they cannot drift apart."""
+    docs = (ROOT / "docs" / "LITELLM.md").read_text()
+    for name, fence in (("config.yaml", "yaml"), ("ladder_hook.py", "python")):
+        assert f"```{fence}\n{(RECIPE / name).read_text()}```\n" in docs, (
+            f"docs/LITELLM.md quotes {name} whole"
+        )
