@@ -390,6 +390,16 @@ def start_proxy(name: str, directory: Path, config: str, env: dict[str, str]) ->
     return Service(name, argv, env, directory / "proxy.log", port).start()
 
 
+def usage_by_connection() -> list[tuple[str, int]]:
+    """Usage events per connection, most first (the hooked sides' successes the ladder counted)."""
+    from django.db.models import Count
+
+    from ladder import models as m
+
+    rows = m.UsageEvent.objects.values_list("connection_id").annotate(n=Count("id")).order_by("-n")
+    return [(str(connection), int(count)) for connection, count in rows]
+
+
 def litellm_version() -> str:
     out = subprocess.run(
         [
@@ -520,10 +530,11 @@ def main() -> int:
             for side in sides if index % 2 == 0 else reversed(sides):
                 phase(clients, side, slice_s, record=True, ladder_pid=server.pid)
 
+        for proxy in proxies.values():
+            proxy.stop()
+        picks = usage_by_connection()  # where the hooked proxies' requests went, by the ladder's count
         router: tuple[Side, Side] | None = None
         if not args.no_router:
-            for proxy in proxies.values():
-                proxy.stop()
             router = router_figures(models, ladder_url, token, args)
 
         bare, hook, cached = sides
@@ -544,6 +555,8 @@ def main() -> int:
             f"ladder_p50_ms_cached={cached.p50_ms() - bare.p50_ms():.2f} (LADDER_RESOLVE_CACHE_S={CACHE_S:g})"
         )
         print(f"ratio_cached={cached.rps() / bare.rps():.3f}")
+        top = ", ".join(f"{connection}:{count}" for connection, count in picks[:3])
+        print(f"hooked usage events: {sum(c for _, c in picks)} on {len(picks)} connection(s) ({top})")
         if router is not None:
             router_bare, router_hook = router
             print(router_bare.line())
