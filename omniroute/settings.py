@@ -398,7 +398,7 @@ EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", "false")
 EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", "false")
 EMAIL_TIMEOUT = float(os.getenv("EMAIL_TIMEOUT", "10"))
 DEFAULT_FROM_EMAIL = os.getenv("DEFAULT_FROM_EMAIL", "ladder@localhost")
-# The alert rules (ladder.services.alerts; docs/ALERT_RULES.md).
+# The alert rules (ladder.services.alerts; docs/ALERTS.md).
 # The beat evaluates the alert rules this often (whole seconds, at least 1); tests compress it.
 LADDER_ALERT_EVALUATE_S = max(1, round(float(os.getenv("LADDER_ALERT_EVALUATE_S", "60"))))
 

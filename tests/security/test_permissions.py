@@ -30,6 +30,8 @@ DASHBOARD_WRITES = {
     "connection_cli_file",
     "catalog_new",
     "catalog_entry",
+    "alert_channel_test",
+    "alert_rule_edit",
 }
 PUBLIC_VIEWS = {"login", "logout"}  # anyone may log in or out
 CATALOG_FORM = {
@@ -59,7 +61,17 @@ def dashboard_patterns() -> list[URLPattern]:
 def dashboard_url(pattern: URLPattern, rows: Rows) -> str:
     entry = rows.objects["billingcatalogentry"]
     assert isinstance(entry, m.BillingCatalogEntry)
-    values = {"connection_id": rows.connection.pk, "entry_id": entry.pk}
+    channel, _ = m.AlertChannel.objects.get_or_create(
+        name="perm-hook", defaults={"kind": "webhook", "url": "http://127.0.0.1:9/hook"}
+    )
+    rule = m.AlertRule.objects.order_by("pk").first()
+    assert rule is not None  # the default rules (migration 0020)
+    values = {
+        "connection_id": rows.connection.pk,
+        "entry_id": entry.pk,
+        "channel_id": channel.pk,
+        "rule_id": rule.pk,
+    }
     kwargs = {name: values[name] for name in pattern.pattern.converters}
     return reverse(f"ladder:{pattern.name}", kwargs=kwargs)
 
@@ -70,6 +82,8 @@ def dashboard_state() -> tuple[Any, ...]:
         m.CatalogChange.objects.count(),
         list(m.Connection.objects.values_list("pk", "last_polled_at", "claimed_until")),
         m.QuotaReading.objects.count(),
+        m.AlertDelivery.objects.count(),
+        list(m.AlertRule.objects.order_by("pk").values_list("pk", "enabled", "threshold", "quiet_period_s")),
     )
 
 
