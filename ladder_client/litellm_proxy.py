@@ -32,7 +32,8 @@ The hooks (what runs when):
   ``disable_fallbacks`` set; the pool goes into the request's metadata. Other model names pass
   untouched.
 - ``async_filter_deployments`` (every attempt, after LiteLLM's cooldown filter): narrows the
-  attempt to the deployments of the first pool entry that still has one, leaving out those that
+  attempt to the deployments of the first allowed connection of the first pool entry that still
+  has one (the order the ladder gave, as the Router integration picks), leaving out those that
   already failed in this request, so that a retry after a 429 climbs exactly one rung. A request
   that did not pass the pre-call hook is resolved here (an empty pool raises ``LadderPoolEmpty``,
   which LiteLLM does not retry).
@@ -492,8 +493,12 @@ class LadderProxyHook(CustomLogger):
                 and _deployment_id(deployment) not in failed
             ]
             if picked:
-                picked.sort(key=lambda deployment: connection_ids.index(_target(deployment)[2]))  # type: ignore[index]
-                return [await self._with_credential(deployment) for deployment in picked]
+                # The first allowed connection only, as the Router integration picks: plans are
+                # spent in the ladder's order, and its quota headers coalesce (one connection's
+                # reports at most once a second) instead of each request landing on another plan.
+                first = min(connection_ids.index(_target(d)[2]) for d in picked)  # type: ignore[index]
+                chosen = [d for d in picked if _target(d)[2] == connection_ids[first]]  # type: ignore[index]
+                return [await self._with_credential(deployment) for deployment in chosen]
         return []
 
     async def _pool_for(self, model: str, healthy_deployments: Sequence[Any]) -> list[list[Any]]:

@@ -31,7 +31,14 @@ from ladder_client.litellm_proxy import (  # noqa: E402 - needs LiteLLM, an opti
     config_problems,
     validate_proxy_config,
 )
-from ladder_client.litellm_router import LadderConfigError, LadderPoolEmpty, group_deployments  # noqa: E402
+from ladder_client.litellm_router import (  # noqa: E402
+    CONNECTION_KEY,
+    MODEL_KEY,
+    PROVIDER_KEY,
+    LadderConfigError,
+    LadderPoolEmpty,
+    group_deployments,
+)
 from tests.ladder_client.test_litellm_integration import (  # noqa: E402
     MESSAGES,
     SUBSCRIPTION,
@@ -229,6 +236,33 @@ def test_the_filter_drops_a_deployment_that_failed_in_this_request(ladder: Ladde
     first, second = asyncio.run(run())
     assert [d["model_info"]["id"] for d in first] == [plan["model_info"]["id"]]
     assert [d["model_info"]["id"] for d in second] == [cheap["model_info"]["id"]]
+
+
+def test_the_filter_hands_an_attempt_the_first_allowed_connection_only(
+    ladder: Ladder, fake: FakeOpenAI
+) -> None:
+    router = proxy_router(fake)
+    hook = LadderProxyHook(url=refused_url(), token="olr_never-asked", router=router)
+    plan = group_deployments(router, THRIFTY)[0]
+    info = plan["model_info"]
+    twins = [
+        {**plan, "model_info": {**info, "id": f"plan-{name}", CONNECTION_KEY: name}}
+        for name in ("plan-a", "plan-b", "plan-c")
+    ]
+    # The ladder's order within the entry is b, c, a: the attempt gets b's deployment alone, and
+    # the retry after b failed gets c's (a pool read from the metadata: the ladder is not asked).
+    pool = [[info[PROVIDER_KEY], info[MODEL_KEY], ["plan-b", "plan-c", "plan-a"]]]
+    data = {"metadata": {POOL_KEY: pool, REQUEST_KEY: "req-1"}}
+
+    async def run() -> tuple[list[Any], list[Any]]:
+        first = await hook.async_filter_deployments(THRIFTY, twins, MESSAGES, data)
+        retry = {**data, "_retry_skipped_deployment_ids": ["plan-plan-b"]}
+        second = await hook.async_filter_deployments(THRIFTY, twins, MESSAGES, retry)
+        return first, second
+
+    first, second = asyncio.run(run())
+    assert [d["model_info"]["id"] for d in first] == ["plan-plan-b"]
+    assert [d["model_info"]["id"] for d in second] == ["plan-plan-c"]
 
 
 def test_an_attempt_that_skipped_the_pre_call_hook_is_resolved_and_fails_closed(
