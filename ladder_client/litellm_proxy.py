@@ -117,6 +117,7 @@ URL_ENV = "LADDER_URL"
 TOKEN_ENV = "LADDER_TOKEN"
 CACHE_ENV = "LADDER_RESOLVE_CACHE_S"
 TIMEOUT_ENV = "LADDER_TIMEOUT_S"
+FLUSH_ENV = "LADDER_FLUSH_INTERVAL_S"  # how often queued usage leaves (ladder_client.reporting)
 CONFIG_ENV = "LADDER_PROXY_CONFIG"
 
 POOL_KEY = "ladder_pool"  # in the request's metadata: [[provider, model, [connection ids]], ...]
@@ -355,11 +356,13 @@ class LadderProxyHook(CustomLogger):
     def from_environment(cls) -> LadderProxyHook:
         cache_ttl_s = float(os.environ.get(CACHE_ENV) or 0)
         timeout_s = float(os.environ.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT_S)
+        flush = os.environ.get(FLUSH_ENV)
         return cls(
             url=os.environ.get(URL_ENV),
             token=os.environ.get(TOKEN_ENV),
             cache_ttl_s=cache_ttl_s,
             timeout_s=timeout_s,
+            reporter_options={"flush_interval_s": float(flush)} if flush else None,
         )
 
     def check_start_up(self) -> None:
@@ -594,10 +597,39 @@ class LadderProxyHook(CustomLogger):
         sync_drain_at_exit(reporter, lambda: LadderClient(self.url or "", self.token or ""))()
 
 
+def flush_at_proxy_shutdown(hook: LadderProxyHook) -> bool:
+    """Send what ``hook`` still queues when the proxy shuts down. LiteLLM has no shutdown hook for
+    a callback, and uvicorn re-raises SIGTERM after its graceful shutdown, so ``atexit`` never runs
+    under the proxy: the last usage reports were lost. The proxy's lifespan awaits its module-level
+    ``proxy_shutdown_event`` by name (1.108.7 and 1.110.x), so a wrapper set there flushes first.
+    False (and ``atexit`` alone) when the proxy's module is not loaded or has no such function."""
+    server = sys.modules.get("litellm.proxy.proxy_server")
+    original = getattr(server, "proxy_shutdown_event", None)
+    if server is None or original is None:
+        return False
+    if getattr(original, "ladder_flushes", None) is not None:
+        original.ladder_flushes.append(hook)
+        return True
+    hooks = [hook]
+
+    async def proxy_shutdown_event(*args: Any, **kwargs: Any) -> Any:
+        for each in hooks:
+            try:
+                await each.aclose()
+            except Exception:  # the proxy's own shutdown must go on
+                logger.exception("ladder: flushing the hook's reports at the proxy's shutdown failed")
+        return await original(*args, **kwargs)
+
+    proxy_shutdown_event.ladder_flushes = hooks  # type: ignore[attr-defined]
+    server.proxy_shutdown_event = proxy_shutdown_event  # type: ignore[attr-defined]
+    return True
+
+
 def _make_instance() -> LadderProxyHook:
     hook = LadderProxyHook.from_environment()
     hook.check_start_up()
-    atexit.register(hook._drain_at_exit)
+    flush_at_proxy_shutdown(hook)
+    atexit.register(hook._drain_at_exit)  # outside the proxy (a script importing the hook)
     return hook
 
 

@@ -43,6 +43,7 @@ SUBSCRIPTION = "auto/subscription"
 PAID_GROUP = "gpt-4o"
 START_S = 90.0  # the proxy imports for ~10 s on an idle machine; CI's is busy
 WAIT_S = 10.0
+FLUSH_S = 4.0
 RESET_IN_S = 2.0  # the plan's window resets this long after the completion that spends it
 LITELLM_COOLDOWN_S = 1
 DRAIN = 0.3  # two completions spend the plan's window (it starts 40% used)
@@ -76,6 +77,9 @@ def proxy_env(ladder_url: str, ladder_token: str, fake: FakeOpenAI | None) -> di
         LITELLM_LOCAL_MODEL_COST_MAP="True",
         LADDER_URL=ladder_url,
         LADDER_TOKEN=ladder_token,
+        # Usage leaves every 4 s (WAIT_S covers it), so the last success before the proxy stops is
+        # still queued then: only the flush at the proxy's shutdown can send it.
+        LADDER_FLUSH_INTERVAL_S=str(FLUSH_S),
         PLAN_API_BASE=base("plan"),
         PLAN_API_KEY="plan-key",
         CHEAP_API_BASE=base("cheap"),
@@ -180,10 +184,14 @@ def test_the_proxy_routes_plan_first_climbs_refuses_and_comes_back(
         )
         served = {PLAN: fake.served("plan"), CHEAP: fake.served("cheap")}
         eventually(lambda: usage_events(ladder), lambda counted: counted == served, "the usage events")
+        # One more success, and the proxy stops at once: its usage is still queued (this proxy
+        # flushes every FLUSH_S), so only the flush at the proxy's shutdown can send it.
+        assert proxy.ask(THRIFTY).status_code == 200
     client.close()
 
-    # Every success counted exactly once: nothing more arrived with the proxy's shutdown.
-    assert proxy.served == sum(served.values()) == 6
+    # Every success counted exactly once, the last one sent at the proxy's shutdown.
+    served = {PLAN: fake.served("plan"), CHEAP: fake.served("cheap")}
+    assert proxy.served == sum(served.values()) == 7
     assert usage_events(ladder) == served
     assert m.UsageEvent.objects.count() == proxy.served
     assert fake.routes().count("paid") == 0
