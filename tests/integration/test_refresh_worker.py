@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
 from ladder.fakeupstream import FakeUpstream
 from tests.reliability.processes import (
@@ -78,7 +77,7 @@ def crossed_and_came_back(readings: list[tuple[bool, dict[str, tuple[float, bool
 def test_it_lands_readings_from_a_real_worker_and_latches_a_draining_plan(
     upstream: FakeUpstream, stack: tuple[dict[str, str], Database, RedisServer], tmp_path: Path
 ) -> None:
-    env, database, redis_server = stack
+    env, database, _ = stack
     seed(
         env,
         {
@@ -127,10 +126,6 @@ def test_it_lands_readings_from_a_real_worker_and_latches_a_draining_plan(
         assert beat_rows == (1,)
         (error,) = database.query("SELECT last_poll_error FROM ladder_connection WHERE id = 'it-broken'")
         assert str(error[0]).startswith("transient: upstream_error (HTTP 503)")
-        hot = redis.Redis.from_url(redis_server.url())
-        prefix = env["LADDER_HOTSTATE_PREFIX"]
-        assert hot.get(f"{prefix}:last_beat_at") is not None
-        hot.close()
         claims = database.query("SELECT COUNT(*) FROM ladder_connection WHERE claimed_until IS NOT NULL")
         assert claims[0][0] <= len(CONNECTIONS)  # held only while a refresh runs
     finally:
