@@ -151,7 +151,14 @@ def test_it_filters_the_deliveries_by_status(viewer: Client) -> None:
 
 
 @pytest.mark.parametrize(
-    ("query", "named"), [({"page": "0"}, "page"), ({"page": "x"}, "page"), ({"status": "lost"}, "status")]
+    ("query", "named"),
+    [
+        ({"page": "0"}, "page"),
+        ({"page": "x"}, "page"),
+        ({"page": "²"}, "page"),
+        ({"page": "9" * 5000}, "page"),
+        ({"status": "lost"}, "status"),
+    ],
 )
 def test_it_answers_400_naming_a_bad_parameter(viewer: Client, query: dict[str, str], named: str) -> None:
     response = viewer.get(URL, query)
