@@ -240,6 +240,21 @@ def _proxy_config_path() -> str | None:
     return path if isinstance(path, str) and path else None
 
 
+def _env_seconds(name: str, default: float, *, zero_allowed: bool) -> float:
+    """A number of seconds from the environment; a bad one stops the proxy naming the variable."""
+    text = (os.environ.get(name) or "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero_allowed):
+        least = "0 (off) or more" if zero_allowed else "more than 0"
+        raise LadderConfigError(f"{name} must be a number of seconds, {least}; got {text[:40]!r}")
+    return value
+
+
 # --- refusals ------------------------------------------------------------------------------
 
 
@@ -348,21 +363,24 @@ class LadderProxyHook(CustomLogger):
         self._loops = PerLoop(self._make_client, client=client, reporter_options=reporter_options)
         self._credentials: CredentialCache | None = None
         self._failed: OrderedDict[str, set[str]] = OrderedDict()
+        # The pools the pre-call hook resolved, by request id: the filter trusts only these, never a
+        # ``ladder_pool`` that the client wrote into its own metadata.
+        self._pools: OrderedDict[str, list[list[Any]]] = OrderedDict()
         self._seen = SeenOnce()
         self._checked_router: int | None = None
         self._router_problems: list[str] = []
 
     @classmethod
     def from_environment(cls) -> LadderProxyHook:
-        cache_ttl_s = float(os.environ.get(CACHE_ENV) or 0)
-        timeout_s = float(os.environ.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT_S)
-        flush = os.environ.get(FLUSH_ENV)
+        cache_ttl_s = _env_seconds(CACHE_ENV, 0.0, zero_allowed=True)
+        timeout_s = _env_seconds(TIMEOUT_ENV, DEFAULT_TIMEOUT_S, zero_allowed=False)
+        flush = _env_seconds(FLUSH_ENV, 0.0, zero_allowed=False)  # unset: the reporter's default
         return cls(
             url=os.environ.get(URL_ENV),
             token=os.environ.get(TOKEN_ENV),
             cache_ttl_s=cache_ttl_s,
             timeout_s=timeout_s,
-            reporter_options={"flush_interval_s": float(flush)} if flush else None,
+            reporter_options={"flush_interval_s": flush} if flush else None,
         )
 
     def check_start_up(self) -> None:
@@ -458,8 +476,10 @@ class LadderProxyHook(CustomLogger):
             raise empty_pool_refusal(model, resolution, datetime.now(UTC))
         buckets = _metadata_buckets(data) or [data.setdefault("metadata", {})]
         request_id = uuid.uuid4().hex
+        pool = _pool_document(resolution)
+        _remember(self._pools, request_id, pool)
         for bucket in buckets:
-            bucket[POOL_KEY] = _pool_document(resolution)
+            bucket[POOL_KEY] = pool
             bucket[REQUEST_KEY] = request_id
         return data
 
@@ -475,8 +495,8 @@ class LadderProxyHook(CustomLogger):
     ) -> list[Any]:
         if not is_auto_id(model):
             return healthy_deployments
-        pool = _from_metadata(request_kwargs, POOL_KEY)
-        if not isinstance(pool, list):
+        pool = self._pools.get(str(_from_metadata(request_kwargs, REQUEST_KEY)))
+        if pool is None:
             # Not through the pre-call hook (a route that skips it): ask now, fail closed.
             pool = await self._pool_for(model, healthy_deployments)
         failed = set(self._failed.get(str(_from_metadata(request_kwargs, REQUEST_KEY)), ()))
@@ -562,10 +582,9 @@ class LadderProxyHook(CustomLogger):
         deployment_id = _model_info(kwargs).get("id")
         if request_id is None or deployment_id is None:
             return
-        self._failed.setdefault(str(request_id), set()).add(str(deployment_id))
-        self._failed.move_to_end(str(request_id))
-        while len(self._failed) > FAILED_REQUESTS_KEPT:
-            self._failed.popitem(last=False)
+        failed = self._failed.get(str(request_id)) or set()
+        failed.add(str(deployment_id))
+        _remember(self._failed, str(request_id), failed)
 
     async def async_log_success_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
@@ -595,6 +614,15 @@ class LadderProxyHook(CustomLogger):
         if reporter is None or not reporter.queue_length or not self.url or not self.token:
             return
         sync_drain_at_exit(reporter, lambda: LadderClient(self.url or "", self.token or ""))()
+
+
+def _remember(kept: OrderedDict[str, Any], key: str, value: Any) -> None:
+    """Keep ``value`` under ``key`` among the last ``FAILED_REQUESTS_KEPT`` requests' (an evicted pool
+    is resolved again by the filter: fail closed)."""
+    kept[key] = value
+    kept.move_to_end(key)
+    while len(kept) > FAILED_REQUESTS_KEPT:
+        kept.popitem(last=False)
 
 
 def flush_at_proxy_shutdown(hook: LadderProxyHook) -> bool:

@@ -444,7 +444,9 @@ def test_a_deployment_that_opts_in_takes_its_key_from_the_ladder_for_that_attemp
         "litellm_params": {"model": "openai/x", "api_key": "placeholder"},
         "model_info": {"id": "plan", **keys, BORROW_KEY: True},
     }
-    data = {"metadata": {POOL_KEY: [["claude", "claude-sonnet-4-5", [PLAN]]], REQUEST_KEY: "r1"}}
+    pool = [["claude", "claude-sonnet-4-5", [PLAN]]]
+    hook._pools["r1"] = pool  # as the pre-call hook leaves it
+    data = {"metadata": {POOL_KEY: pool, REQUEST_KEY: "r1"}}
 
     async def run() -> list[list[Any]]:
         return [await hook.async_filter_deployments(THRIFTY, [deployment], MESSAGES, data) for _ in range(2)]
@@ -453,3 +455,23 @@ def test_a_deployment_that_opts_in_takes_its_key_from_the_ladder_for_that_attemp
     assert first[0]["litellm_params"]["api_key"] == second[0]["litellm_params"]["api_key"] == "borrowed-token"
     assert deployment["litellm_params"]["api_key"] == "placeholder"  # the router's own copy untouched
     assert asked == [f"/api/v1/connections/{PLAN}/credential"]  # cached until shortly before expiry
+
+
+def test_the_filter_never_trusts_a_pool_the_client_put_in_the_metadata(
+    ladder: Ladder, fake: FakeOpenAI
+) -> None:
+    """A request that skipped the pre-call hook carries only what the client sent: a ``ladder_pool``
+    there names deployments the ladder never chose (here the plan, unverified, for auto/subscription)."""
+    router = proxy_router(fake)
+    hook = LadderProxyHook(url=ladder.url, token=ladder.token, router=router)
+    subscription = group_deployments(router, SUBSCRIPTION)
+    forged = {"metadata": {POOL_KEY: [["claude", "claude-sonnet-4-5", [PLAN]]], REQUEST_KEY: "forged"}}
+
+    async def run() -> None:
+        try:
+            with pytest.raises(LadderPoolEmpty):
+                await hook.async_filter_deployments(SUBSCRIPTION, subscription, MESSAGES, forged)
+        finally:
+            await hook.aclose()
+
+    asyncio.run(run())
