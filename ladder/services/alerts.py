@@ -11,7 +11,6 @@ IS NULL``…): only the evaluation that moved the row (one row updated) sends wh
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -23,6 +22,7 @@ from django.utils import timezone
 from ladder.domain.alerts import Condition, Decision, Episode, decide_for_rules
 from ladder.models import AlertDelivery, AlertEpisode
 from ladder.selectors import alert_episodes_unrecovered, alert_inputs, alert_rules_enabled
+from ladder.services.alert_delivery import enqueue_deliveries
 
 logger = logging.getLogger(__name__)
 
@@ -44,9 +44,7 @@ class AlertsOutcome:
 
 def deliveries_enqueue(*, episode: AlertEpisode, event: str, now: datetime) -> list[AlertDelivery]:
     """One delivery of this event per target channel, sent on commit (ladder.services.alert_delivery)."""
-    module = importlib.import_module("ladder.services.alert_delivery")
-    deliveries: list[AlertDelivery] = module.enqueue_deliveries(episode=episode, event=event, now=now)
-    return deliveries
+    return enqueue_deliveries(episode=episode, event=event, now=now)
 
 
 def alerts_plan(*, now: datetime) -> Decision:
