@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode
 
 from django.db.models import Count, Min, Sum
 from django.urls import reverse
@@ -70,6 +70,7 @@ from ladder.selectors import (
     escalations_latest,
     snapshot_load,
 )
+from ladder.services.alert_senders import redact_url
 from ladder.services.credentials import connection_kind
 
 PREVIEW_DEFAULT = "auto/subscription"
@@ -871,8 +872,7 @@ def _episode_row(episode: m.AlertEpisode, now: datetime) -> EpisodeRow:
 def _destination(channel: m.AlertChannel) -> str:
     if channel.kind == "email":
         return channel.email_to.replace("\n", ", ")
-    host = urlsplit(channel.url).hostname or ""
-    return f"{urlsplit(channel.url).scheme}://{host}/…" if host else "no url"
+    return redact_url(channel.url) if channel.url else "no url"
 
 
 def _delivery_row(delivery: m.AlertDelivery) -> DeliveryRow:

@@ -140,6 +140,16 @@ def test_it_shows_open_episodes_history_and_deliveries_with_failures(viewer: Cli
     assert "https://hooks.example.test/…" in html
 
 
+def test_it_shows_a_channel_whose_stored_url_does_not_parse(viewer: Client) -> None:
+    """A row written around the model's validation (a raw update, an older release) still renders,
+    its destination said as the admin says it."""
+    hook(url="https://[hooks.example.test/T000/secret-token")
+    response = viewer.get(URL)
+    assert response.status_code == 200
+    assert "(invalid URL)" in response.content.decode()
+    assert "secret-token" not in response.content.decode()
+
+
 def test_it_filters_the_deliveries_by_status(viewer: Client) -> None:
     channel = hook()
     delivery(channel, status="sent", attempts=1)
