@@ -221,7 +221,8 @@ def post(target: Target, body: bytes, headers: Mapping[str, str]) -> None:
 def retry_after_s(headers: Mapping[str, str]) -> float | None:
     """Retry-After in seconds (the delay form; an HTTP date is ignored)."""
     raw = (headers.get("retry-after") or "").strip()
-    return float(raw) if raw.isdigit() else None
+    # isascii: "²".isdigit() holds but float() refuses it; the length bound keeps float() finite.
+    return float(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 9 else None
 
 
 def send_email(target: Target, payload: Mapping[str, Any]) -> None:

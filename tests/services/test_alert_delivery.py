@@ -384,3 +384,13 @@ def test_it_waits_as_long_as_a_429_asks_within_its_cap(
     assert attempt(delivery).retry_in_s == 90
     receiver.retry_after = "3600"
     assert attempt(delivery).retry_in_s == 120
+
+
+def test_a_400_with_an_odd_retry_after_fails_at_once(receiver: WebhookReceiver, queued: list[Any]) -> None:
+    """'²' passes str.isdigit() but not float(): the answer is still read as the 400 it is."""
+    receiver.script[:] = [400]
+    receiver.retry_after = "²"
+    delivery = enqueue_test(channel=channel(url=receiver.url()), now=NOW)
+    outcome = attempt(delivery)
+    assert outcome.status == "failed"
+    assert outcome.error.startswith("HTTP 400 from ")
