@@ -24,6 +24,7 @@ from ladder.domain.credentials import NEEDS_REAUTH, default_owner, expires_in_te
 from ladder.domain.tiers import economic_tier, rung_for
 from ladder.domain.types import ModelEntry, Rung, Snapshot
 from ladder.models import (
+    ALERT_WEBHOOK_KINDS,
     CREDENTIAL_OWNER_CHOICES,
     AlertChannel,
     AlertDelivery,
@@ -808,6 +809,23 @@ class AlertChannelForm(ModelForm):
         fields = ("name", "kind", "url", "email_to", "enabled")  # never secret_ciphertext
         formfield_callback = https_url_formfield
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        stored = self.instance.url if self.instance.pk else ""
+        if stored and "url" in self.fields:
+            # Write-only like the secret: Slack's and Discord's webhook URLs hold their token in the path.
+            self.initial["url"] = ""
+            self.fields[
+                "url"
+            ].help_text = f"Stored: {redact_url(stored)} (the rest is not shown). Leave blank to keep it."
+
+    def clean_url(self) -> str:
+        url: str = self.cleaned_data.get("url") or ""
+        stored = self.instance.url if self.instance.pk else ""
+        if not url and stored and self.cleaned_data.get("kind") in ALERT_WEBHOOK_KINDS:
+            return stored  # left blank: kept
+        return url
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         secret, clear = cleaned.get("secret") or "", cleaned.get("clear_secret")
@@ -832,6 +850,12 @@ class AlertChannelAdmin(admin.ModelAdmin):
     search_fields = ("name",)
     fields = ("name", "kind", "url", "email_to", "secret", "clear_secret", "enabled")
     actions = ("send_test",)
+
+    def get_fields(self, request: HttpRequest, obj: AlertChannel | None = None) -> Any:
+        if obj is not None and not self.has_change_permission(request, obj):
+            # Read-only, the admin would show the stored url whole: the host only, and no secret fields.
+            return ("name", "kind", "destination", "email_to", "enabled")
+        return super().get_fields(request, obj)
 
     @admin.display(description="sends to")
     def destination(self, obj: AlertChannel) -> str:

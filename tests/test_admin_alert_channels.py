@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from ladder import models as m
 from ladder.services import alert_delivery
+from tests.dashboard.factories import user_create
 
 pytestmark = pytest.mark.django_db
 
@@ -77,3 +78,31 @@ def test_it_queues_a_test_for_each_selected_channel(
     listing = admin_client.get(reverse("admin:ladder_alertdelivery_changelist"))
     assert listing.status_code == 200
     assert admin_client.get(reverse("admin:ladder_alertdelivery_add")).status_code == 403
+
+
+SLACK = "https://hooks.slack.example/services/T000/B000/secret-token"
+
+
+def test_the_change_page_never_shows_a_webhook_url_s_path(admin_client: Client) -> None:
+    """Slack's and Discord's webhook URLs hold their token in the path: the page shows the host only."""
+    channel = m.AlertChannel.objects.create(name="ops", kind="slack", url=SLACK)
+    change = reverse("admin:ladder_alertchannel_change", args=[channel.pk])
+    page = admin_client.get(change)
+    assert page.status_code == 200
+    assert b"secret-token" not in page.content
+    assert b"https://hooks.slack.example/" in page.content
+    # Saved again with the url left blank: kept; a new one replaces it.
+    assert admin_client.post(change, form(name="ops-2", kind="slack", url="")).status_code == 302
+    channel.refresh_from_db()
+    assert (channel.name, channel.url) == ("ops-2", SLACK)
+    admin_client.post(change, form(name="ops-2", kind="slack", url="https://hooks.slack.example/new"))
+    channel.refresh_from_db()
+    assert channel.url == "https://hooks.slack.example/new"
+
+
+def test_a_view_only_user_sees_the_host_only(client: Client) -> None:
+    channel = m.AlertChannel.objects.create(name="ops", kind="slack", url=SLACK)
+    client.force_login(user_create("watcher", staff=True, perms=("view_alertchannel",)))
+    page = client.get(reverse("admin:ladder_alertchannel_change", args=[channel.pk]))
+    assert page.status_code == 200
+    assert b"secret-token" not in page.content
