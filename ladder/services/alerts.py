@@ -20,7 +20,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from ladder.domain.alerts import Condition, Decision, Episode, decide_for_rules
-from ladder.models import AlertDelivery, AlertEpisode
+from ladder.models import AlertDelivery, AlertEpisode, AlertRule
 from ladder.selectors import alert_episodes_unrecovered, alert_inputs, alert_rules_enabled
 from ladder.services.alert_delivery import enqueue_deliveries
 
@@ -92,21 +92,27 @@ def episodes_keep(kept: Sequence[tuple[Episode, Condition]], *, now: datetime) -
 
 
 def episode_fire(*, condition: Condition, now: datetime) -> int:
-    """Open an episode and send its firing; 0 when another evaluation opened it first."""
-    with transaction.atomic():
-        try:
-            with transaction.atomic():
-                episode = AlertEpisode.objects.create(
-                    rule_id=condition.rule_id,
-                    subject=condition.subject,
-                    summary=condition.summary,
-                    detail=dict(condition.detail),
-                    opened_at=now,
-                    last_seen_at=now,
-                )
-        except IntegrityError:
-            return 0  # the one-open-episode constraint: someone else fired it (or the rule is gone)
-        deliveries_enqueue(episode=episode, event=FIRED, now=now)
+    """Open an episode and send its firing; 0 when another evaluation opened it first, or when its
+    rule was deleted meanwhile."""
+    try:
+        with transaction.atomic():
+            try:
+                with transaction.atomic():
+                    episode = AlertEpisode.objects.create(
+                        rule_id=condition.rule_id,
+                        subject=condition.subject,
+                        summary=condition.summary,
+                        detail=dict(condition.detail),
+                        opened_at=now,
+                        last_seen_at=now,
+                    )
+            except IntegrityError:
+                return 0  # the one-open-episode constraint: someone else fired it
+            deliveries_enqueue(episode=episode, event=FIRED, now=now)
+    except (IntegrityError, AlertRule.DoesNotExist):
+        # The rule is gone. Its foreign key is deferred (checked at the commit, on SQLite as on
+        # PostgreSQL), so the INSERT itself succeeded and only reading the rule or committing fails.
+        return 0
     return 1
 
 

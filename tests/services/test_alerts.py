@@ -338,3 +338,16 @@ def test_it_runs_as_a_beat_task_that_expires(settings: Any, sent: Sent) -> None:
     beat(datetime.now(UTC) - timedelta(hours=1))
     assert tasks.alerts_evaluate.apply().get()["fired"] == 1  # the silent beat
     assert sent.events == [("Beat silent 10 min", "beat", "fired")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_firing_for_a_rule_deleted_meanwhile_opens_nothing_and_raises_nothing(sent: Sent) -> None:
+    """The rule went away between the plan and its firing: the foreign key is checked at commit
+    (deferred, on SQLite as on PostgreSQL), and that is "the rule is gone", not a crashed evaluation."""
+    gone = m.AlertRule.objects.create(name="gone", kind="beat_silent", threshold=5)
+    rule_id = gone.pk
+    gone.delete()
+    condition = alerts.Condition(rule_id, "beat", "the beat has not ticked")
+    assert alerts.episode_fire(condition=condition, now=DAY) == 0
+    assert not m.AlertEpisode.objects.exists()
+    assert sent.events == []
