@@ -145,16 +145,20 @@ class LadderReporter:
                 logger.warning("the ladder's answer to %d usage events is unreadable: %s", len(batch), exc)
                 return True
             if exc.status is not None and 400 <= exc.status < 500 and exc.status != 429:
-                # The ladder read the batch and refused it: sending it again changes nothing.
+                if len(batch) > 1:
+                    # The ladder takes a batch whole or not at all, and one bad event refuses it:
+                    # halve it until the refusal is that event's alone (log2(batch) more calls).
+                    middle = len(batch) // 2
+                    if not await self._send_usage(batch[:middle]):
+                        self._keep(batch[middle:])
+                        return False
+                    return await self._send_usage(batch[middle:])
+                # The ladder read the event and refused it: sending it again changes nothing.
                 self.rejected += len(batch)
                 logger.warning("the ladder refused %d usage events: %s", len(batch), exc)
                 return True
             self.failed_batches += 1
-            room = self.queue_max - len(self._usage)
-            kept = batch[:room] if room > 0 else []
-            self._usage.extendleft(reversed(kept))  # in front again, for the next flush
-            lost = len(batch) - len(kept)
-            self.dropped += lost
+            lost = self._keep(batch)
             logger.warning(
                 "could not report %d usage events to the ladder (%s): kept for the next flush%s",
                 len(batch),
@@ -164,6 +168,16 @@ class LadderReporter:
             return False
         self.sent += len(batch)
         return True
+
+    def _keep(self, batch: list[UsageEvent]) -> int:
+        """Put ``batch`` in front of the queue again, for the next flush, as far as there is room;
+        returns how many were dropped for want of it."""
+        room = self.queue_max - len(self._usage)
+        kept = batch[:room] if room > 0 else []
+        self._usage.extendleft(reversed(kept))
+        lost = len(batch) - len(kept)
+        self.dropped += lost
+        return lost
 
     # --- quota headers ------------------------------------------------------------------------
 

@@ -118,6 +118,33 @@ def test_a_batch_the_ladder_refuses_is_dropped_and_counted(caplog: pytest.LogCap
     assert any("refused 1 usage events" in record.getMessage() for record in caplog.records)
 
 
+def test_one_refused_event_does_not_drop_the_rest_of_its_batch() -> None:
+    """The ladder refuses a whole batch for one bad event (a 422 naming it): the others are still
+    recorded, and only the bad one is counted as rejected."""
+    recorded: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        events = json.loads(request.content)["events"]
+        ids = [e["request_id"] for e in events]
+        if "litellm:3" in ids:
+            error = {"error": {"code": "invalid_usage", "message": "cost_usd too high", "field": "cost_usd"}}
+            return httpx.Response(422, json=error)
+        recorded.extend(ids)
+        return httpx.Response(200, json={"events": [], "budgets": {}})
+
+    client = AsyncLadderClient("http://ladder", "t", transport=httpx.MockTransport(answer), retries=0)
+    reporter = LadderReporter(client, clock=Clock(), flush_interval_s=60, batch_max=8)
+
+    async def run() -> None:
+        for n in range(8):
+            reporter.offer_usage(event(n))
+        await reporter.aclose()
+
+    asyncio.run(run())
+    assert sorted(recorded) == sorted(f"litellm:{n}" for n in range(8) if n != 3)
+    assert (reporter.sent, reporter.rejected, reporter.queue_length) == (7, 1, 0)
+
+
 def test_quota_headers_are_coalesced_per_connection() -> None:
     ladder = FakeLadder()
     clock = Clock()
