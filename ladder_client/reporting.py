@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -62,6 +63,17 @@ class _Pending:
     headers: dict[str, str]
     observed_at: datetime
     signature: tuple[tuple[str, str], ...]
+
+
+_EVENT_FIELD = re.compile(r"^events\[(\d+)\]")
+
+
+def refused_event(exc: LadderError, count: int) -> int | None:
+    """The index of the event a refused batch names (``events[3].cost_usd``), or None when the
+    refusal is the whole batch's (a token's scope, a body the ladder could not read)."""
+    match = _EVENT_FIELD.match(exc.field or "")
+    index = int(match.group(1)) if match else None
+    return index if index is not None and index < count else None
 
 
 class LadderReporter:
@@ -136,38 +148,41 @@ class LadderReporter:
         await self._send_observations(force=False)
 
     async def _send_usage(self, batch: list[UsageEvent]) -> bool:
-        try:
-            await self.client.report_usage(batch)
-        except LadderError as exc:
-            if exc.code == "unexpected_response" and (exc.status is None or exc.status < 400):
-                # The ladder took the batch; only its answer is unreadable (a version mismatch).
-                self.sent += len(batch)
-                logger.warning("the ladder's answer to %d usage events is unreadable: %s", len(batch), exc)
-                return True
-            if exc.status is not None and 400 <= exc.status < 500 and exc.status != 429:
-                if len(batch) > 1:
-                    # The ladder takes a batch whole or not at all, and one bad event refuses it:
-                    # halve it until the refusal is that event's alone (log2(batch) more calls).
-                    middle = len(batch) // 2
-                    if not await self._send_usage(batch[:middle]):
-                        self._keep(batch[middle:])
-                        return False
-                    return await self._send_usage(batch[middle:])
-                # The ladder read the event and refused it: sending it again changes nothing.
-                self.rejected += len(batch)
-                logger.warning("the ladder refused %d usage events: %s", len(batch), exc)
-                return True
-            self.failed_batches += 1
-            lost = self._keep(batch)
-            logger.warning(
-                "could not report %d usage events to the ladder (%s): kept for the next flush%s",
-                len(batch),
-                exc,
-                f", {lost} dropped" if lost else "",
-            )
-            return False
-        self.sent += len(batch)
-        return True
+        while True:
+            try:
+                await self.client.report_usage(batch)
+            except LadderError as exc:
+                if exc.code == "unexpected_response" and (exc.status is None or exc.status < 400):
+                    # The ladder took the batch; only its answer is unreadable (a version mismatch).
+                    self.sent += len(batch)
+                    logger.warning(
+                        "the ladder's answer to %d usage events is unreadable: %s", len(batch), exc
+                    )
+                    return True
+                if exc.status is not None and 400 <= exc.status < 500 and exc.status != 429:
+                    index = refused_event(exc, len(batch))
+                    if index is not None and len(batch) > 1:
+                        # The ladder takes a batch whole or not at all, and names the event that made
+                        # it refuse: that one is dropped, the others are sent again (one call more).
+                        self.rejected += 1
+                        logger.warning("the ladder refused usage %s: %s", batch[index].request_id, exc)
+                        batch = batch[:index] + batch[index + 1 :]
+                        continue
+                    # The ladder read the batch and refused it: sending it again changes nothing.
+                    self.rejected += len(batch)
+                    logger.warning("the ladder refused %d usage events: %s", len(batch), exc)
+                    return True
+                self.failed_batches += 1
+                lost = self._keep(batch)
+                logger.warning(
+                    "could not report %d usage events to the ladder (%s): kept for the next flush%s",
+                    len(batch),
+                    exc,
+                    f", {lost} dropped" if lost else "",
+                )
+                return False
+            self.sent += len(batch)
+            return True
 
     def _keep(self, batch: list[UsageEvent]) -> int:
         """Put ``batch`` in front of the queue again, for the next flush, as far as there is room;

@@ -119,15 +119,16 @@ def test_a_batch_the_ladder_refuses_is_dropped_and_counted(caplog: pytest.LogCap
 
 
 def test_one_refused_event_does_not_drop_the_rest_of_its_batch() -> None:
-    """The ladder refuses a whole batch for one bad event (a 422 naming it): the others are still
-    recorded, and only the bad one is counted as rejected."""
+    """The ladder refuses a whole batch for one bad event (a 422 naming it, ``events[3].cost_usd``):
+    the others are still recorded, in one more call, and only the bad one is counted as rejected."""
     recorded: list[str] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
         events = json.loads(request.content)["events"]
         ids = [e["request_id"] for e in events]
         if "litellm:3" in ids:
-            error = {"error": {"code": "invalid_usage", "message": "cost_usd too high", "field": "cost_usd"}}
+            field = f"events[{ids.index('litellm:3')}].cost_usd"
+            error = {"error": {"code": "cost_too_large", "message": "too high", "field": field}}
             return httpx.Response(422, json=error)
         recorded.extend(ids)
         return httpx.Response(200, json={"events": [], "budgets": {}})
@@ -141,7 +142,7 @@ def test_one_refused_event_does_not_drop_the_rest_of_its_batch() -> None:
         await reporter.aclose()
 
     asyncio.run(run())
-    assert sorted(recorded) == sorted(f"litellm:{n}" for n in range(8) if n != 3)
+    assert recorded == [f"litellm:{n}" for n in range(8) if n != 3]
     assert (reporter.sent, reporter.rejected, reporter.queue_length) == (7, 1, 0)
 
 
