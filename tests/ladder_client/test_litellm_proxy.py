@@ -475,3 +475,15 @@ def test_the_filter_never_trusts_a_pool_the_client_put_in_the_metadata(
             await hook.aclose()
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("LADDER_RESOLVE_CACHE_S", "soon"), ("LADDER_TIMEOUT_S", "-1"), ("LADDER_TIMEOUT_S", "nan")],
+)
+def test_a_bad_number_in_the_environment_is_refused_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(LadderConfigError, match=name):
+        LadderProxyHook.from_environment()
