@@ -44,16 +44,6 @@ THRESHOLD_RANGES: Mapping[str, tuple[int, int, str]] = {
     BEAT_SILENT: (1, 10_080, "minutes"),
 }
 QUIET_PERIOD_MAX_S = 7 * 86_400
-# What ``target`` names, per kind (empty: every subject).
-TARGET_MEANING: Mapping[str, str] = {
-    WINDOW_LATCHED: "a connection id",
-    WINDOW_FORECAST: "a connection id",
-    AUTO_ID_EMPTY: "an auto id",
-    BUDGET_CROSSED: "a budget rung (cheap or premium)",
-    CONNECTION_DISABLED: "a connection id",
-    READINGS_STALE: "a connection id",
-    BEAT_SILENT: "nothing (leave it empty)",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,10 +361,6 @@ class Decision:
     reopen: tuple[tuple[Episode, Condition], ...] = ()  # back within the quiet period: no second firing
     close: tuple[Episode, ...] = ()  # stopped holding: closed, its recovery waits for the quiet period
     recover: tuple[Episode, ...] = ()  # stayed away for the quiet period: send its recovery
-
-    @property
-    def empty(self) -> bool:
-        return not (self.fire or self.keep or self.reopen or self.close or self.recover)
 
 
 def decide(
