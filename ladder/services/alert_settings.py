@@ -11,9 +11,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from ladder import models as m
+from ladder.domain.alerts import QUIET_PERIOD_MAX_S
 
 RULE_EDITABLE_FIELDS = ("enabled", "threshold", "quiet_period_s")
-QUIET_PERIOD_MAX_S = 7 * 86400  # a week: longer would hide the next episode for good
 
 
 def _whole_number(field: str, text: str, *, optional: bool) -> int | None:
