@@ -348,6 +348,13 @@ class LadderReporter:
             try:
                 client.report_usage(batch)
             except LadderError as exc:
+                refused = exc.status is not None and 400 <= exc.status < 500 and exc.status != 429
+                index = refused_event(exc, len(batch)) if refused else None
+                if index is not None and len(batch) > 1:
+                    # One event refused the batch (see _send_usage): drop it, send the others again.
+                    self.rejected += 1
+                    self._usage.extendleft(reversed(batch[:index] + batch[index + 1 :]))
+                    continue
                 self.dropped += len(batch) + len(self._usage)
                 logger.warning("at exit, %d usage events could not reach the ladder: %s", self.dropped, exc)
                 self._usage.clear()

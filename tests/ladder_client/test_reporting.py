@@ -14,6 +14,7 @@ import pytest
 
 from ladder_client import UsageEvent
 from ladder_client.aclient import AsyncLadderClient
+from ladder_client.client import LadderClient
 from ladder_client.reporting import CredentialCache, LadderReporter, PerLoop, utilisation
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -144,6 +145,27 @@ def test_one_refused_event_does_not_drop_the_rest_of_its_batch() -> None:
     asyncio.run(run())
     assert recorded == [f"litellm:{n}" for n in range(8) if n != 3]
     assert (reporter.sent, reporter.rejected, reporter.queue_length) == (7, 1, 0)
+
+
+def test_at_exit_one_refused_event_does_not_drop_the_rest() -> None:
+    recorded: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        ids = [e["request_id"] for e in json.loads(request.content)["events"]]
+        if "litellm:1" in ids:
+            field = f"events[{ids.index('litellm:1')}].model"
+            error = {"error": {"code": "invalid_event", "message": "not in the catalog", "field": field}}
+            return httpx.Response(422, json=error)
+        recorded.extend(ids)
+        return httpx.Response(200, json={"events": [], "budgets": {}})
+
+    reporter = reporter_for(FakeLadder(), batch_max=3)
+    for n in range(5):
+        reporter.offer_usage(event(n))
+    with LadderClient("http://ladder", "t", transport=httpx.MockTransport(answer), retries=0) as client:
+        assert reporter.drain_sync(client) == 4
+    assert recorded == ["litellm:0", "litellm:2", "litellm:3", "litellm:4"]
+    assert (reporter.rejected, reporter.dropped, reporter.queue_length) == (1, 0, 0)
 
 
 def test_quota_headers_are_coalesced_per_connection() -> None:
