@@ -252,6 +252,7 @@ def test_the_filter_hands_an_attempt_the_first_allowed_connection_only(
     # The ladder's order within the entry is b, c, a: the attempt gets b's deployment alone, and
     # the retry after b failed gets c's (a pool read from the metadata: the ladder is not asked).
     pool = [[info[PROVIDER_KEY], info[MODEL_KEY], ["plan-b", "plan-c", "plan-a"]]]
+    hook._pools["req-1"] = pool  # as the pre-call hook leaves it
     data = {"metadata": {POOL_KEY: pool, REQUEST_KEY: "req-1"}}
 
     async def run() -> tuple[list[Any], list[Any]]:
