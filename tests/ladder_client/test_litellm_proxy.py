@@ -480,7 +480,12 @@ def test_the_filter_never_trusts_a_pool_the_client_put_in_the_metadata(
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("LADDER_RESOLVE_CACHE_S", "soon"), ("LADDER_TIMEOUT_S", "-1"), ("LADDER_TIMEOUT_S", "nan")],
+    [
+        ("LADDER_RESOLVE_CACHE_S", "soon"),
+        ("LADDER_TIMEOUT_S", "-1"),
+        ("LADDER_TIMEOUT_S", "nan"),
+        ("LADDER_FLUSH_INTERVAL_S", "0"),
+    ],
 )
 def test_a_bad_number_in_the_environment_is_refused_naming_the_variable(
     monkeypatch: pytest.MonkeyPatch, name: str, value: str
