@@ -17,25 +17,12 @@ from ladder.domain.budgets import BUDGET_RUNG_NAMES
 from ladder.domain.timefmt import format_utc
 from ladder.domain.types import Reading
 from ladder.domain.windows import FUTURE_TOLERANCE_S
+from ladder.selectors import CONNECTION_FIELDS
 from ladder.services import bump_state_version
 
 WINDOW_NAME_MAX = m.QuotaWindow._meta.get_field("name").max_length or 64
 # What a state file sets on an existing connection; its credential stays as it is in the database.
-IMPORTED_CONNECTION_FIELDS = [
-    "provider",
-    "auth_type",
-    "keyless",
-    "enabled",
-    "disabled_reason",
-    "base_url",
-    "cooldown_until",
-    "overage_override",
-    "models",
-    "min_poll_interval_s",
-    "reserve_pct",
-    "position",
-    "updated_at",
-]
+IMPORTED_CONNECTION_FIELDS = [*CONNECTION_FIELDS[1:], "position", "updated_at"]  # all but the id
 
 
 @dataclass
