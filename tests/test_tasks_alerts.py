@@ -17,9 +17,17 @@ def test_deliver_alert_is_acknowledged_late_and_given_back_when_its_worker_is_lo
 
 
 def test_every_alert_beat_entry_expires() -> None:
-    entry: dict[str, Any] = settings.CELERY_BEAT_SCHEDULE["ladder-alerts-sweep"]
-    assert entry["task"] == tasks.alert_deliveries_sweep.name
-    assert entry["options"]["expires"] == entry["options"]["expire_seconds"] == settings.LADDER_ALERT_SWEEP_S
+    expected = {
+        "ladder-alerts-sweep": (tasks.alert_deliveries_sweep.name, settings.LADDER_ALERT_SWEEP_S),
+        "ladder-alerts-evaluate": (tasks.alerts_evaluate.name, settings.LADDER_ALERT_EVALUATE_S),
+    }
+    alert_entries = {name for name in settings.CELERY_BEAT_SCHEDULE if name.startswith("ladder-alert")}
+    assert alert_entries == set(expected)
+    for name, (task, period_s) in expected.items():
+        entry: dict[str, Any] = settings.CELERY_BEAT_SCHEDULE[name]
+        assert entry["task"] == task
+        assert entry["schedule"] == period_s
+        assert entry["options"]["expires"] == entry["options"]["expire_seconds"] == period_s
 
 
 def test_deliver_alert_passes_its_task_id_and_hard_limit(monkeypatch: pytest.MonkeyPatch) -> None:
