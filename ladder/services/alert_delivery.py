@@ -350,17 +350,23 @@ def deliveries_sweep(*, now: datetime) -> int:
 # --- the default channel of `make run` ------------------------------------------------------------
 
 
-def alert_channel_default_webhook(*, url: str) -> tuple[m.AlertChannel, bool]:
-    """The channel LADDER_ALERT_WEBHOOK_URL asks for, made once (an operator's later edits of it are
-    kept: its url is set only when it is created). Returns (channel, created)."""
+def alert_channel_default_webhook(*, url: str) -> tuple[m.AlertChannel, str]:
+    """The channel LADDER_ALERT_WEBHOOK_URL asks for, made once. The variable names its URL: a
+    different one at a later start moves the channel there (the operator's other edits — secret,
+    enabled, rules — are kept). Returns (channel, "created" | "moved" | "kept")."""
     found = m.AlertChannel.objects.filter(name=DEFAULT_CHANNEL_NAME).first()
     if found is not None:
-        return found, False
+        if found.url == url:
+            return found, "kept"
+        found.url = url
+        found.full_clean()
+        found.save(update_fields=["url"])
+        return found, "moved"
     channel = m.AlertChannel(name=DEFAULT_CHANNEL_NAME, kind="webhook", url=url)
     channel.full_clean()
     try:
         with transaction.atomic():
             channel.save()
     except IntegrityError:
-        return m.AlertChannel.objects.get(name=DEFAULT_CHANNEL_NAME), False
-    return channel, True
+        return m.AlertChannel.objects.get(name=DEFAULT_CHANNEL_NAME), "kept"
+    return channel, "created"

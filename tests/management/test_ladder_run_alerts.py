@@ -34,6 +34,20 @@ def test_it_makes_a_webhook_channel_for_the_url_once(settings: Any) -> None:
     assert "s3cret-path" not in run_step()
 
 
+def test_it_moves_the_channel_to_a_new_url_and_keeps_the_rest(settings: Any) -> None:
+    settings.LADDER_ALERT_WEBHOOK_URL = "https://hooks.example.com/first"
+    run_step()
+    channel = m.AlertChannel.objects.get()
+    channel.set_secret("whsec_kept")
+    channel.save()
+    settings.LADDER_ALERT_WEBHOOK_URL = "https://receiver.example.org/second"
+    assert "moved there" in run_step()
+    channel = m.AlertChannel.objects.get()
+    assert channel.url == "https://receiver.example.org/second"
+    assert channel.secret == "whsec_kept"
+    assert "kept" in run_step()
+
+
 def test_it_makes_nothing_without_the_url(settings: Any) -> None:
     settings.LADDER_ALERT_WEBHOOK_URL = ""
     assert run_step() == ""

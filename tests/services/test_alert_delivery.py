@@ -315,13 +315,14 @@ def test_it_validates_a_channel_naming_the_field(fields: dict[str, str], field: 
     assert words in " ".join(caught.value.message_dict[field])
 
 
-def test_it_makes_the_default_webhook_channel_once() -> None:
+def test_it_makes_the_default_webhook_channel_once_and_follows_its_url() -> None:
     made, created = alert_channel_default_webhook(url="https://example.com/alerts")
-    again, created_again = alert_channel_default_webhook(url="https://example.com/other")
-    assert (created, created_again) == (True, False)
-    assert again.pk == made.pk
-    assert again.url == "https://example.com/alerts"
-    assert again.kind == "webhook"
+    same, kept = alert_channel_default_webhook(url="https://example.com/alerts")
+    moved, state = alert_channel_default_webhook(url="https://example.com/other")
+    assert (created, kept, state) == ("created", "kept", "moved")
+    assert made.pk == same.pk == moved.pk
+    assert m.AlertChannel.objects.get().url == "https://example.com/other"
+    assert moved.kind == "webhook"
 
 
 def test_the_documented_receiver_check_verifies_what_is_sent(

@@ -233,17 +233,17 @@ class Command(BaseCommand):
             self._say("stopped")
 
     def _alert_channel(self) -> None:
-        """LADDER_ALERT_WEBHOOK_URL set: a webhook channel to it, made once, so that alerts (the demo
-        plan's among them) arrive there."""
+        """LADDER_ALERT_WEBHOOK_URL set: a webhook channel to it, made once (moved when the variable
+        names another URL), so that alerts (the demo plan's among them) arrive there."""
         url = settings.LADDER_ALERT_WEBHOOK_URL
         if not url:
             return
         try:
-            channel, created = alert_channel_default_webhook(url=url)
+            channel, state = alert_channel_default_webhook(url=url)
         except ValidationError as exc:
             raise CommandError(f"LADDER_ALERT_WEBHOOK_URL: {'; '.join(exc.messages)}") from None
-        state = "created" if created else "kept (edit it in the admin)"
-        self.stdout.write(f"alerts: channel {channel.name!r} to {redact_url(channel.url)} {state}")
+        said = {"created": "created", "moved": "moved there", "kept": "kept (edit it in the admin)"}
+        self.stdout.write(f"alerts: channel {channel.name!r} to {redact_url(channel.url)} {said[state]}")
 
     def _demo_configuration(self) -> None:
         """A first run refreshes quota every 10 s, so that the demo moves; later runs keep the row."""
