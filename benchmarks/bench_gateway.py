@@ -374,6 +374,8 @@ def proxy_env(ladder_url: str, token: str, master_key: str, cache_s: float) -> d
         LADDER_URL=ladder_url,
         LADDER_TOKEN=token,
         LADDER_RESOLVE_CACHE_S=str(cache_s),
+        # The hook from this tree, not the ladder_client the proxy's venv installed (a checkout elsewhere).
+        PYTHONPATH=str(ROOT),
     )
     return env
 
