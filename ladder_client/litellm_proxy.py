@@ -83,7 +83,8 @@ from typing import Any
 
 from litellm.integrations.custom_logger import CustomLogger
 
-from ladder_client.aclient import AsyncLadderClient
+from ladder_client.aclient import DEFAULT_MAX_CONNECTIONS, AsyncLadderClient
+from ladder_client.aiohttp_transport import aiohttp_transport
 from ladder_client.client import DEFAULT_TIMEOUT_S, LadderClient, LadderError
 from ladder_client.litellm_router import (
     BORROW_KEY,
@@ -403,7 +404,13 @@ class LadderProxyHook(CustomLogger):
                 f"{URL_ENV} and {TOKEN_ENV} must name the ladder and a gateway token",
                 code="ladder_not_configured",
             )
-        return AsyncLadderClient(self.url, self.token, timeout_s=self.timeout_s, cache_ttl_s=self.cache_ttl_s)
+        return AsyncLadderClient(
+            self.url,
+            self.token,
+            timeout_s=self.timeout_s,
+            cache_ttl_s=self.cache_ttl_s,
+            transport=aiohttp_transport(DEFAULT_MAX_CONNECTIONS),
+        )
 
     @property
     def client(self) -> AsyncLadderClient:
