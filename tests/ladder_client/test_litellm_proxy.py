@@ -6,6 +6,7 @@ the start-up check of the config."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -264,6 +265,84 @@ def test_the_filter_hands_an_attempt_the_first_allowed_connection_only(
     first, second = asyncio.run(run())
     assert [d["model_info"]["id"] for d in first] == ["plan-plan-b"]
     assert [d["model_info"]["id"] for d in second] == ["plan-plan-c"]
+
+
+def test_the_filter_hands_every_deployment_of_that_connection_and_no_other_model(
+    ladder: Ladder, fake: FakeOpenAI
+) -> None:
+    router = proxy_router(fake)
+    hook = LadderProxyHook(url=refused_url(), token="olr_never-asked", router=router)
+    plan = group_deployments(router, THRIFTY)[0]
+    info = plan["model_info"]
+
+    def twin(ident: str, **changes: str) -> dict[str, Any]:
+        return {**plan, "model_info": {**info, "id": ident, **changes}}
+
+    deployments = [
+        twin("other-model", **{CONNECTION_KEY: "plan-a", MODEL_KEY: "another-model"}),
+        twin("not-allowed", **{CONNECTION_KEY: "plan-z"}),
+        twin("c-1", **{CONNECTION_KEY: "plan-c"}),
+        twin("a-1", **{CONNECTION_KEY: "plan-a"}),
+        {"model_name": THRIFTY, "litellm_params": plan["litellm_params"], "model_info": {"id": "bare"}},
+        twin("a-2", **{CONNECTION_KEY: "plan-a"}),
+    ]
+    pool = [[info[PROVIDER_KEY], info[MODEL_KEY], ["plan-a", "plan-c"]]]
+    hook._pools["req-1"] = pool
+    data = {"metadata": {POOL_KEY: pool, REQUEST_KEY: "req-1"}}
+
+    async def run() -> list[list[Any]]:
+        picks = []
+        for skipped in ([], ["a-1"], ["a-1", "a-2"], ["a-1", "a-2", "c-1"]):
+            attempt = {**data, "_retry_skipped_deployment_ids": skipped}
+            picks.append(await hook.async_filter_deployments(THRIFTY, deployments, MESSAGES, attempt))
+        return picks
+
+    picks = [[d["model_info"]["id"] for d in pick] for pick in asyncio.run(run())]
+    assert picks == [["a-1", "a-2"], ["a-2"], ["c-1"], []]
+
+
+def test_a_deployment_the_router_replaced_changes_the_candidates_sent(fake: FakeOpenAI) -> None:
+    from litellm.types.router import Deployment
+
+    asked: list[list[str]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        asked.append(
+            sorted(c for candidate in body["candidates"] for c in candidate["allowed_connection_ids"])
+        )
+        empty = {"code": "no_candidates", "message": "none", "retry_at": None}
+        resolution: dict[str, Any] = {
+            "model": THRIFTY,
+            "grouping": "tier",
+            "category": None,
+            "pool": [],
+            "excluded": [],
+        }
+        resolved = {"resolved_at": "2026-12-01T12:00:00Z", "empty": empty, "refresh": []}
+        return httpx.Response(200, json={**resolution, **resolved})
+
+    router = proxy_router(fake)
+    client = AsyncLadderClient("http://ladder", "t", transport=httpx.MockTransport(answer))
+    hook = LadderProxyHook(router=router, client=client)
+    cheap = next(d for d in group_deployments(router, THRIFTY) if d["model_info"]["id"] == "thrifty-cheap")
+
+    async def ask() -> int:
+        with pytest.raises(Exception, match="auto/") as refused:
+            await hook.async_pre_call_hook(None, None, request(THRIFTY), "completion")
+        return status_of(refused.value)[0]
+
+    async def run() -> list[int]:
+        codes = [await ask(), await ask()]
+        renamed = {**cheap["model_info"], CONNECTION_KEY: "cheap-2"}
+        router.upsert_deployment(  # as the proxy's refresh from its database does
+            Deployment(model_name=THRIFTY, litellm_params=cheap["litellm_params"], model_info=renamed)
+        )
+        codes.append(await ask())
+        return codes
+
+    assert asyncio.run(run()) == [503, 503, 503]
+    assert asked == [sorted([CHEAP, PLAN]), sorted([CHEAP, PLAN]), sorted(["cheap-2", PLAN])]
 
 
 def test_an_attempt_that_skipped_the_pre_call_hook_is_resolved_and_fails_closed(
