@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import http.client
-import io
 import json
 import os
 import secrets
@@ -52,12 +51,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.benchdb import bench_database, load_state, production_env  # noqa: E402
 from tests.reliability.processes import (  # noqa: E402
     PYTHON,
     Service,
     free_port,
     gunicorn,
-    postgres_database,
 )
 
 PROXY_VENV = ROOT / ".venv-litellm-proxy"
@@ -437,42 +436,18 @@ def main() -> int:
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-gateway-")))
         env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "omniroute.settings",
-            "DEBUG": "false",
-            "SECRET_KEY": secrets.token_urlsafe(50),
-            "ALLOWED_HOSTS": "127.0.0.1",
-            "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
-            "CACHE_KEY_PREFIX": f"bench-gateway:{run_id}",
-            "LADDER_HOTSTATE_PREFIX": f"bench-gateway:{run_id}:hot",
-            "PYTHONUNBUFFERED": "1",
+            **production_env("bench-gateway", run_id),
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # this process's Router: no price map download
         }
-        main_url = os.environ.get("DATABASE_URL", "")
-        if main_url.startswith(("postgres://", "postgresql://", "pgsql://")):
-            env["DATABASE_URL"] = stack.enter_context(postgres_database(main_url, f"ladder_bench_{run_id}"))
-            database = f"postgresql ({env['DATABASE_URL'].rsplit('/', 1)[-1]})"
-        else:
-            env.pop("DATABASE_URL", None)
-            env["SQLITE_PATH"] = str(tmp / "bench.sqlite3")
-            database = "sqlite (file, WAL)"
+        database = bench_database(env, stack, tmp, run_id)
         os.environ.update(env)
 
         import django
 
         django.setup()
-        from django.core.management import call_command
-        from django.db import connections
-
-        from ladder.services.tokens import gateway_token_create
         from ladder_client import Candidate, LadderClient
 
-        call_command("migrate", interactive=False, verbosity=0)
-        state_path = tmp / "state.json"
-        state_path.write_text(json.dumps(bench_state(datetime.now(UTC))))
-        call_command("ladder_import", str(state_path), stdout=io.StringIO())
-        _, token = gateway_token_create(name=f"bench-gateway-{run_id}", scope_resolve=True, scope_report=True)
-        connections.close_all()  # the server owns the database from here on
+        token = load_state(tmp, bench_state(datetime.now(UTC)), f"bench-gateway-{run_id}")
 
         port = free_port()
         server = stack.enter_context(

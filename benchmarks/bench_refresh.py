@@ -24,10 +24,11 @@ import time
 import uuid
 from contextlib import ExitStack, suppress
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.benchdb import bench_database  # noqa: E402
 
 KINDS = (
     "claude-oauth",
@@ -72,14 +73,7 @@ def main() -> int:
             "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
             "PYTHONUNBUFFERED": "1",
         }
-        main_url = os.environ.get("DATABASE_URL", "")
-        if main_url.startswith(("postgres://", "postgresql://")):
-            env["DATABASE_URL"] = stack.enter_context(postgres_database(main_url, f"ladder_bench_{run_id}"))
-            database = f"postgresql ({env['DATABASE_URL'].rsplit('/', 1)[-1]})"
-        else:
-            env.pop("DATABASE_URL", None)
-            env["SQLITE_PATH"] = str(tmp / "bench.sqlite3")
-            database = "sqlite (file, WAL)"
+        database = bench_database(env, stack, tmp, run_id)
 
         upstream_url = stack.enter_context(fake_upstream(env, args.delay_ms, tmp))
         env["LADDER_UPSTREAM_BASE_URL"] = upstream_url
@@ -240,26 +234,6 @@ def wait_for_worker(app: object, name: str, *, timeout_s: float) -> None:
         if app.control.ping(destination=[name], timeout=0.5):  # type: ignore[attr-defined]
             return
     raise RuntimeError(f"worker {name} did not answer a ping within {timeout_s:g} s")
-
-
-class postgres_database:
-    def __init__(self, main_url: str, name: str) -> None:
-        self.main_url, self.name = main_url, name
-
-    def __enter__(self) -> str:
-        import psycopg
-
-        with psycopg.connect(self.main_url, autocommit=True) as admin:
-            admin.execute(f'CREATE DATABASE "{self.name}"')
-        return urlunparse(urlparse(self.main_url)._replace(path=f"/{self.name}"))
-
-    def __exit__(self, *exc: object) -> None:
-        import psycopg
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(self.main_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
 
 
 def cleanup_redis(url: str, prefix: str, queue: str) -> None:

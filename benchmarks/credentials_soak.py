@@ -87,18 +87,9 @@ def run(duration_s: float, lifetime_s: float) -> int:
                 "PYTHONUNBUFFERED": "1",
             }
         )
-        main_url = os.environ.get("DATABASE_URL", "")
-        if main_url.startswith(("postgres://", "postgresql://")):
-            from benchmarks.bench_refresh import postgres_database
+        from benchmarks.benchdb import bench_database
 
-            os.environ["DATABASE_URL"] = stack.enter_context(
-                postgres_database(main_url, f"ladder_soak_{run_id}")
-            )
-            database = "postgresql"
-        else:
-            os.environ.pop("DATABASE_URL", None)
-            os.environ["SQLITE_PATH"] = str(tmp / "soak.sqlite3")
-            database = "sqlite"
+        database = bench_database(os.environ, stack, tmp, run_id)
         django_setup()
         from django.core.management import call_command
 
