@@ -262,8 +262,12 @@ def usage_report(request: HttpRequest) -> HttpResponse:
     events = usage_input(read_json_body(request))
     for event in events:
         connection_allowed(request, event.connection_id, event.field("connection_id"))
+    now = current_time()
     try:
-        result = usage_record(events=events, now=current_time(), token=request_token(request))
+        # Priced from the cached snapshot: no reload of the configuration, catalogs and connections.
+        result = usage_record(
+            events=events, now=now, token=request_token(request), snapshot=snapshot_cache.get(now)
+        )
     except UsageInvalid as exc:
         raise unprocessable(str(exc), exc.field, code=exc.code) from None
     except UsageConflict as exc:

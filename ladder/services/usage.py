@@ -5,13 +5,16 @@ Every event is a row (the truth), and its budget cost is added to its periods' s
 same transaction with a conditional UPDATE (services.spend), so concurrent reports cannot lose an
 update. A report does not bump the state version: spend is read apart from the cached snapshot.
 Two reports racing on one request_id meet the unique constraint; the loser replays.
+
+Pricing reads the configuration, the catalogs and the reported connections: from the snapshot the
+caller passes (the gateway's cached one, kept fresh by the state version), or from the database.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -26,7 +29,15 @@ from ladder.domain.billing import classify_billing
 from ladder.domain.budgets import BUDGET_RUNG_NAMES, RungBudget, period_bounds, rung_budgets
 from ladder.domain.tiers import rung_for
 from ladder.domain.timefmt import format_utc_or_none
-from ladder.domain.types import Rung
+from ladder.domain.types import (
+    BudgetPeriod,
+    CatalogEntry,
+    Connection,
+    LadderConfig,
+    ModelEntry,
+    Rung,
+    Snapshot,
+)
 from ladder.domain.windows import FUTURE_TOLERANCE_S
 from ladder.services.spend import spend_add
 
@@ -114,9 +125,17 @@ def quantize_usd(value: Decimal) -> Decimal:
 
 
 def usage_record(
-    *, events: Sequence[UsageInput], now: datetime, token: m.GatewayToken | None = None
+    *,
+    events: Sequence[UsageInput],
+    now: datetime,
+    token: m.GatewayToken | None = None,
+    snapshot: Snapshot | None = None,
 ) -> UsageResult:
     """Record the events (all or none) and answer with each one and the budgets of the current period.
+
+    `snapshot` (the gateway's cached one) gives the configuration, catalogs and connections to price
+    with; a connection it does not hold is read from the database (one created without a state
+    version bump is still counted). None: all of them are read from the database.
 
     A request_id already recorded with the same payload is a no-op answered like the first time;
     with another payload, UsageConflict. UsageInvalid for an event that cannot be counted: one priced
@@ -128,22 +147,28 @@ def usage_record(
     if len(events) > MAX_EVENTS:
         raise UsageInvalid("events", f"at most {MAX_EVENTS} events per report")
     unique = _dedupe(events)
+    config = None if snapshot is None else snapshot.config
     for attempt in range(RACE_RETRIES):
         try:
-            recorded, budgets = _record_once(unique, now, token)
+            recorded, budgets = _record_once(unique, now, token, snapshot)
             break
         except IntegrityError:
             # Another report inserted one of these request_ids meanwhile: read it back as a replay.
+            # (Or a connection of the snapshot was deleted without a version bump: price from the
+            # database again, which refuses it as unknown.)
             if attempt == RACE_RETRIES - 1:
                 raise
+            snapshot = None
     by_id = {row.request_id: row for row in recorded}
     if budgets is None:  # a replay of events already recorded, but not by one report
-        budgets = _current_budgets(now)
+        budgets = _current_budgets(now, config)
     return UsageResult(events=tuple(by_id[event.request_id] for event in events), budgets=budgets)
 
 
-def _current_budgets(now: datetime) -> dict[Rung, RungBudget]:
-    config = selectors.configuration_get().to_domain()
+def _current_budgets(now: datetime, config: LadderConfig | None) -> dict[Rung, RungBudget]:
+    """The budgets with the spend read now; the configuration read unless given."""
+    if config is None:
+        config = selectors.configuration_get().to_domain()
     return rung_budgets(config, selectors.spend_usd(period=config.budget_period, now=now), now)
 
 
@@ -204,7 +229,7 @@ def _recorded(row: m.UsageEvent) -> UsageRecorded:
 
 
 def _record_once(
-    events: list[UsageInput], now: datetime, token: m.GatewayToken | None
+    events: list[UsageInput], now: datetime, token: m.GatewayToken | None, snapshot: Snapshot | None
 ) -> tuple[list[UsageRecorded], dict[Rung, RungBudget] | None]:
     """The events recorded and the budgets to answer with: computed after inserting the new events
     (and stored with them, so that a replay answers the same), or the ones stored by the report that
@@ -220,15 +245,20 @@ def _record_once(
             fresh.append(event)
         elif row.payload_hash != event.payload_hash:
             raise UsageConflict(event.field("request_id"), event.request_id)
-    rows = _price(fresh, now, token) if fresh else []
+    rows: list[m.UsageEvent] = []
     budgets: dict[Rung, RungBudget] | None = None
-    if rows:
+    if fresh:
+        inputs = _pricing_inputs(fresh, snapshot)
+        config = inputs.config
+        rows = _price(fresh, now, token, inputs)
         with transaction.atomic():
             if token is not None and token.spend_ceiling_usd is not None:
-                _check_token_ceiling(token, Decimal(token.spend_ceiling_usd), rows, fresh, now)
+                _check_token_ceiling(
+                    token, Decimal(token.spend_ceiling_usd), rows, fresh, now, config.budget_period
+                )
             m.UsageEvent.objects.bulk_create(rows)
             spend_add(costs=[(r.budget_rung, r.occurred_at, r.cost_usd) for r in rows if r.budget_rung])
-            budgets = _current_budgets(now)
+            budgets = _current_budgets(now, config)
             response = _budgets_to_json(budgets)
             m.UsageEvent.objects.filter(request_id__in=[row.request_id for row in rows]).update(
                 response=response
@@ -241,7 +271,12 @@ def _record_once(
 
 
 def _check_token_ceiling(
-    token: m.GatewayToken, ceiling: Decimal, rows: list[m.UsageEvent], events: list[UsageInput], now: datetime
+    token: m.GatewayToken,
+    ceiling: Decimal,
+    rows: list[m.UsageEvent],
+    events: list[UsageInput],
+    now: datetime,
+    period: BudgetPeriod,
 ) -> None:
     """UsageInvalid (token_spend_ceiling) when these rows take the token's budgeted spend of the
     current budget period past its ceiling. Call inside the transaction that inserts them.
@@ -250,7 +285,6 @@ def _check_token_ceiling(
     ceiling pay for it, and a ceiling is for a gateway trusted with little, reporting little. The
     token's row is locked first so that two of its reports cannot both pass on PostgreSQL (SQLite
     writes one transaction at a time anyway)."""
-    period = selectors.configuration_get().to_domain().budget_period
     start, end = period_bounds(now, period)
     m.GatewayToken.objects.select_for_update().filter(pk=token.pk).values_list("pk", flat=True).first()
     spent = m.UsageEvent.objects.filter(
@@ -269,17 +303,43 @@ def _check_token_ceiling(
             )
 
 
-def _price(events: list[UsageInput], now: datetime, token: m.GatewayToken | None) -> list[m.UsageEvent]:
+@dataclass(frozen=True)
+class _PricingInputs:
+    config: LadderConfig
+    catalog: Mapping[tuple[str, str | None], CatalogEntry]
+    models: Mapping[tuple[str, str], ModelEntry]
+    connections: Mapping[str, Connection]  # the events' connections that exist
+
+
+def _pricing_inputs(events: list[UsageInput], snapshot: Snapshot | None) -> _PricingInputs:
+    """What pricing reads: from the snapshot when given, and the events' connections that it does not
+    hold (or all of the inputs, without one) from the database."""
+    wanted = {event.connection_id for event in events}
+    connections: dict[str, Connection] = {}
+    if snapshot is None:
+        config = selectors.configuration_get().to_domain()
+        catalog: Mapping[tuple[str, str | None], CatalogEntry] = {
+            (e.provider, e.auth_type): e for e in selectors.catalog_entries()
+        }
+        models: Mapping[tuple[str, str], ModelEntry] = {
+            (e.provider, e.model): e for e in selectors.model_entries()
+        }
+    else:
+        config, catalog, models = snapshot.config, snapshot.catalog_by_key, snapshot.models_by_key
+        held = snapshot.connections_by_id
+        connections = {cid: held[cid] for cid in wanted if cid in held}
+    if missing := wanted - connections.keys():
+        # Billing reads no reading: the connection's fixed fields are enough.
+        for values in m.Connection.objects.filter(pk__in=missing).values_list(*selectors.CONNECTION_FIELDS):
+            connections[values[0]] = selectors.connection_from_values(values, None, config=config)
+    return _PricingInputs(config=config, catalog=catalog, models=models, connections=connections)
+
+
+def _price(
+    events: list[UsageInput], now: datetime, token: m.GatewayToken | None, inputs: _PricingInputs
+) -> list[m.UsageEvent]:
     """The rows to insert: rung, budget rung and cost of each event. UsageInvalid names the field."""
-    connection_rows = {
-        values[0]: values
-        for values in m.Connection.objects.filter(
-            pk__in={event.connection_id for event in events}
-        ).values_list(*selectors.CONNECTION_FIELDS)
-    }
-    catalog = {(e.provider, e.auth_type): e for e in selectors.catalog_entries()}
-    models = {(e.provider, e.model): e for e in selectors.model_entries()}
-    config = selectors.configuration_get().to_domain()
+    config, catalog, models = inputs.config, inputs.catalog, inputs.models
     max_event_cost = Decimal(str(config.max_event_cost_usd))
     rows = []
     for event in events:
@@ -289,14 +349,13 @@ def _price(events: list[UsageInput], now: datetime, token: m.GatewayToken | None
                 "is more than 300 s in the future; events from the future are refused",
                 code="future_event",
             )
-        row = connection_rows.get(event.connection_id)
-        if row is None:
+        connection = inputs.connections.get(event.connection_id)
+        if connection is None:
             raise UsageInvalid(
                 event.field("connection_id"),
                 f"the ladder knows no connection {event.connection_id!r}",
                 code="unknown_connection",
             )
-        connection = selectors.connection_from_values(row, None, config=config)
         verdict = classify_billing(connection, catalog)
         entry = models.get((connection.provider, event.model))
         rung = rung_for(verdict.billing, entry, config)

@@ -6,6 +6,10 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 
 from ladder import models as m
 from ladder.domain.timefmt import format_utc
@@ -388,3 +392,91 @@ def test_it_records_a_batch_whose_strings_hold_colons_and_escapes(
 
     assert response.status_code == 200, response.content
     assert sorted(m.UsageEvent.objects.values_list("request_id", flat=True)) == ["r:1", "r:2"]
+
+
+# --- pricing from the cached snapshot ------------------------------------------------------------
+
+
+def test_it_prices_a_report_from_the_cached_snapshot(gateway: Api, clock: Clock, key: m.Connection) -> None:
+    report(gateway, event("warm"))  # the snapshot is cached from here on
+    batch = {"events": [event(f"r{index}") for index in range(16)]}
+
+    with CaptureQueriesContext(connection) as queries:
+        body = report(gateway, batch)
+
+    assert [e["cost_usd"] for e in body["events"]] == [1.25] * 16
+    assert body["budgets"]["cheap"]["spent_usd"] == 21.25
+    sql = [query["sql"] for query in queries]
+    assert not [q for q in sql if any(t in q for t in ("_connection", "catalogentry", "ladderconfiguration"))]
+    # The token; the state versions and the spend (the cached snapshot); the request_ids known; in
+    # the savepoint: the insert, the day and month counters, the spend, the answer stored.
+    assert len(sql) == 11, "\n".join(sql)
+
+
+def test_it_prices_a_connection_created_without_a_version_bump(
+    gateway: Api, clock: Clock, key: m.Connection
+) -> None:
+    report(gateway, event("warm"))
+    make_connection("late", "openai", "apikey", bump=False)  # e.g. by a script: the snapshot lacks it
+
+    body = report(gateway, {"events": [event("r1", connection_id="late"), event("r2")]})
+
+    assert [(e["connection_id"], e["rung"], e["cost_usd"]) for e in body["events"]] == [
+        ("late", "cheap", 1.25),
+        ("key", "cheap", 1.25),
+    ]
+
+
+def test_it_prices_a_disabled_connection(gateway: Api, clock: Clock, key: m.Connection) -> None:
+    make_connection("off", "openai", "apikey", enabled=False, disabled_reason="auth_failed")
+    report(gateway, event("warm"))
+
+    body = report(gateway, event("r1", connection_id="off"))
+
+    assert (body["events"][0]["rung"], body["events"][0]["cost_usd"]) == ("cheap", 1.25)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_refuses_a_connection_deleted_without_a_version_bump(gateway: Api, clock: Clock) -> None:
+    make_connection("gone", "openai", "apikey")
+    report(gateway, event("warm", connection_id="gone", cost_usd=0))  # the snapshot holds "gone"
+    m.UsageEvent.objects.all().delete()
+    m.Connection.objects.filter(pk="gone").delete()  # by a script: the snapshot still holds it
+
+    # (with a cost: a transactional test may find the seeded catalogs flushed by an earlier one)
+    response = gateway.post(PATH, event("r1", connection_id="gone", cost_usd=0.5))
+
+    assert_error(response, PATH, "post", 422, "unknown_connection")
+    assert not m.UsageEvent.objects.exists()
+
+
+def test_it_prices_at_the_catalog_price_an_operator_just_changed(
+    gateway: Api, clock: Clock, key: m.Connection, admin_client: Client
+) -> None:
+    report(gateway, event("warm"))
+    entry = m.ModelCatalogEntry.objects.get(provider="openai", model="gpt-5-mini")
+    form = {
+        "provider": "openai",
+        "model": "gpt-5-mini",
+        "input_usd_per_mtok": "1",
+        "output_usd_per_mtok": "4",
+        "categories": "[]",
+        "position": str(entry.position),
+    }
+
+    changed = admin_client.post(reverse("admin:ladder_modelcatalogentry_change", args=[entry.pk]), form)
+    assert changed.status_code == 302, changed.content[:2000]
+
+    body = report(gateway, event("r1"))
+    assert body["events"][0]["cost_usd"] == 3.0  # 1 M in at $1 + 0.5 M out at $4
+
+
+def test_it_refuses_an_event_above_the_max_event_cost_just_configured(
+    gateway: Api, clock: Clock, key: m.Connection
+) -> None:
+    report(gateway, event("warm"))
+    set_config(max_event_cost_usd=1.0)
+
+    response = gateway.post(PATH, event("r1"))
+
+    assert assert_error(response, PATH, "post", 422, "cost_too_large")["field"] == "cost_usd"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -10,7 +11,7 @@ from django.db import IntegrityError, connection, connections
 
 from ladder import models as m
 from ladder import selectors
-from ladder.domain.types import Rung
+from ladder.domain.types import Rung, Snapshot
 from ladder.services.usage import UsageConflict, UsageInput, UsageInvalid, usage_record
 from tests.gateway.conftest import make_connection, set_config
 
@@ -111,8 +112,10 @@ def test_it_replays_when_it_loses_an_insert_race(key: m.Connection, monkeypatch:
     real = service._price
     raced = {"done": False}
 
-    def price_then_race(events: list[UsageInput], now: datetime, token: Any) -> list[m.UsageEvent]:
-        rows = real(events, now, token)
+    def price_then_race(
+        events: list[UsageInput], now: datetime, token: Any, inputs: Any
+    ) -> list[m.UsageEvent]:
+        rows = real(events, now, token, inputs)
         if not raced["done"]:
             raced["done"] = True
             m.UsageEvent.objects.create(
@@ -140,13 +143,50 @@ def test_it_replays_when_it_loses_an_insert_race(key: m.Connection, monkeypatch:
 def test_it_gives_up_after_repeated_races(key: m.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
     from ladder.services import usage as service
 
-    def always_race(events: list[UsageInput], now: datetime, token: Any) -> list[Any]:
+    def always_race(events: list[UsageInput], now: datetime, token: Any, snapshot: Any) -> list[Any]:
         raise IntegrityError("duplicate key")
 
     monkeypatch.setattr(service, "_record_once", always_race)
 
     with pytest.raises(IntegrityError):
         usage_record(events=[usage()], now=NOW)
+
+
+def test_it_prices_from_the_snapshot_given(key: m.Connection) -> None:
+    snapshot = selectors.snapshot_load(now=NOW)
+    m.ModelCatalogEntry.objects.filter(provider="openai", model="gpt-5-mini").update(input_usd_per_mtok=9)
+
+    result = usage_record(events=[usage()], now=NOW, snapshot=snapshot)
+
+    assert result.events[0].cost_usd == Decimal("0.25")  # the snapshot's price, not the row's
+
+
+def test_it_takes_the_max_event_cost_from_the_snapshots_configuration(key: m.Connection) -> None:
+    loaded = selectors.snapshot_load(now=NOW)
+    snapshot = Snapshot(
+        config=replace(loaded.config, max_event_cost_usd=0.1),
+        billing_catalog=loaded.billing_catalog,
+        models=loaded.models,
+        connections=loaded.connections,
+    )
+
+    with pytest.raises(UsageInvalid) as error:
+        usage_record(events=[usage()], now=NOW, snapshot=snapshot)
+
+    assert error.value.code == "cost_too_large"
+    assert not m.UsageEvent.objects.exists()
+
+
+def test_it_reads_a_connection_the_snapshot_lacks_from_the_database(key: m.Connection) -> None:
+    snapshot = selectors.snapshot_load(now=NOW)
+    make_connection("late", "openai", "apikey", bump=False)
+
+    result = usage_record(events=[usage("r1", connection_id="late"), usage("r2")], now=NOW, snapshot=snapshot)
+
+    assert [(e.connection_id, e.rung, e.cost_usd) for e in result.events] == [
+        ("late", Rung.CHEAP, Decimal("0.25")),
+        ("key", Rung.CHEAP, Decimal("0.25")),
+    ]
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="concurrent writers need PostgreSQL")
