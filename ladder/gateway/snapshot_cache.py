@@ -55,6 +55,20 @@ class SnapshotCache:
                 if snapshot is not entry.snapshot or live != entry.live:
                     self._entry = _CachedSnapshot(version, live, snapshot)
                 return snapshot
+        return self._load(version, live, now)
+
+    def get_fixed(self, now: datetime) -> Snapshot:
+        """The snapshot for a reader of its configuration, catalogs and connections' fixed fields
+        only (usage pricing): loaded as by get() when the state version moved, else the cached one
+        as it is, with its connections' live state and its spend as last read. One query (the
+        versions) while the state version holds; the next get() still merges what was skipped."""
+        version, live = selectors.state_versions_get()
+        entry = self._entry
+        if entry is not None and entry.version == version and entry.live <= live:
+            return entry.snapshot
+        return self._load(version, live, now)
+
+    def _load(self, version: int, live: int, now: datetime) -> Snapshot:
         for attempt in range(1, self.LOAD_TRIES + 1):
             snapshot = selectors.snapshot_load(now=now)
             after, after_live = selectors.state_versions_get()

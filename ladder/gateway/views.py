@@ -264,9 +264,10 @@ def usage_report(request: HttpRequest) -> HttpResponse:
         connection_allowed(request, event.connection_id, event.field("connection_id"))
     now = current_time()
     try:
-        # Priced from the cached snapshot: no reload of the configuration, catalogs and connections.
+        # Priced from the cached snapshot: no reload of the configuration, catalogs and connections
+        # (nor a read of the live state or spend, which pricing does not use).
         result = usage_record(
-            events=events, now=now, token=request_token(request), snapshot=snapshot_cache.get(now)
+            events=events, now=now, token=request_token(request), snapshot=snapshot_cache.get_fixed(now)
         )
     except UsageInvalid as exc:
         raise unprocessable(str(exc), exc.field, code=exc.code) from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
@@ -108,6 +109,28 @@ def test_it_reads_the_spend_at_every_call_without_loading_the_state_again(loads:
     assert len(loads) == 1
 
 
+@pytest.mark.django_db
+def test_it_gives_pricing_the_cached_snapshot_for_one_query_until_the_state_version_moves(
+    loads: list[int], django_assert_num_queries: Any
+) -> None:
+    make_connection("c1")
+    cache = SnapshotCache()
+    first = cache.get(NOW)
+    m.UsageEvent.objects.create(
+        request_id="u1", budget_rung="cheap", cost_usd=Decimal("2.5"), occurred_at=NOW
+    )
+    bump_live_version(["c1"])
+
+    with django_assert_num_queries(1):  # the versions: neither the spend nor the live state
+        assert cache.get_fixed(NOW) is first
+    bump_state_version()
+    reloaded = cache.get_fixed(NOW)
+
+    assert reloaded is not first
+    assert reloaded.spend_usd == {"cheap": 2.5, "premium": 0.0}
+    assert len(loads) == 2
+
+
 # --- live state: readings, latches, cooldowns merged in without reloading -----------------------
 
 IN_2H = NOW + timedelta(hours=2)
@@ -175,6 +198,26 @@ def test_it_sees_a_reading_written_since_without_loading_the_state_again(loads: 
     assert second.connections_by_id["c2"] is first.connections_by_id["c2"]  # the others are kept
     assert second.memo is not first.memo  # verdicts derived from the old reading are not reused
     assert cache.get(NOW) is second
+    assert len(loads) == 1
+    assert_same_as_a_full_load(second)
+
+
+@pytest.mark.django_db
+def test_it_merges_at_the_next_get_a_reading_that_pricing_skipped(loads: list[int]) -> None:
+    plan("c1")
+    cache = SnapshotCache()
+    first = cache.get(NOW)
+    reading_record(
+        connection_id="c1",
+        reading=Reading(fetched_at=NOW, windows=(Window("5h", 1.0, IN_2H),), source="headers"),
+        now=NOW,
+    )
+
+    assert cache.get_fixed(NOW) is first
+    second = cache.get(NOW)
+
+    windows = second.connections_by_id["c1"].reading.windows  # type: ignore[union-attr]
+    assert [(w.name, w.remaining_pct) for w in windows] == [("5h", 1.0)]
     assert len(loads) == 1
     assert_same_as_a_full_load(second)
 
