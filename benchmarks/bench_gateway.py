@@ -16,7 +16,8 @@ zero-cost check alone costs ~4 ms an answer). Three processes, started alike:
 - ``bare``: no callbacks; requests ask for `direct`;
 - ``hook``: docs/litellm-proxy/ladder_hook.py, LADDER_RESOLVE_CACHE_S=0; requests ask for `auto/thrifty`;
 - ``hook+cache``: the same with LADDER_RESOLVE_CACHE_S=1.
-Load: 16 client threads (keep-alive http.client), rounds interleaved, after a warm-up.
+Load: 16 client threads (keep-alive http.client), rounds interleaved, after a warm-up; every request
+carries `disable_fallbacks`, as the hook sets it on auto/* requests.
 
 Router: the same comparison inside one Python process with LiteLLM's `Router` (main .venv): 16
 concurrent `acompletion`s on `auto/thrifty` through `install_ladder` against `direct` without it.
@@ -226,7 +227,9 @@ class Client:
         conn = self.conns.get(side.port)
         if conn is None:
             conn = self.conns[side.port] = http.client.HTTPConnection("127.0.0.1", side.port, timeout=60)
-        body = json.dumps({**BODY, "model": side.group}).encode()
+        # Every side's requests carry disable_fallbacks, which the hook sets on each auto/* request:
+        # LiteLLM then skips its fallback wrapper, and the bare side would pay for it alone.
+        body = json.dumps({**BODY, "model": side.group, "disable_fallbacks": True}).encode()
         conn.request("POST", "/v1/chat/completions", body, self.headers)
         response = conn.getresponse()
         return response.status, response.read()
