@@ -9,9 +9,9 @@ must be allowed.
 
 Every scrape builds its figures afresh, with no state in the web process (several serve the same
 ladder): gauges from one snapshot (``selectors.snapshot_load``, a constant number of queries),
-the escalation counts from one query, and the counters shared by every process from Redis, read
-through the selectors (``ladder_resolutions_total`` from the escalation log's script, the refresh
-figures from the Celery workers). With Redis away those counters are left out and
+the escalation counts from one query, the alert figures from two, and the counters shared by every
+process from Redis, read through the selectors (``ladder_resolutions_total`` from the escalation
+log's script, the refresh figures from the Celery workers). With Redis away those counters are left out and
 ``ladder_metrics_redis_up`` is 0.
 
 Families, with bounded label sets (``connection`` is an operator-made connection id):
@@ -42,6 +42,12 @@ Families, with bounded label sets (``connection`` is an operator-made connection
 - ``ladder_refresh_polls_total{provider,outcome}``, ``ladder_refresh_failures_total{provider,outcome}``
   (the failed outcomes only) and ``ladder_refresh_duration_seconds{provider}`` (a histogram of the
   quota polls' HTTP exchanges).
+- ``ladder_alert_deliveries{kind,status}``: the alert deliveries stored, by channel kind (webhook,
+  slack, discord, email) and status (pending, sent, failed); a gauge over the rows, which are never
+  purged (a deleted channel or episode takes its deliveries along), since a pending one moves on.
+  ``ladder_alert_delivery_oldest_pending_age_seconds{kind}``: the age of the oldest delivery still
+  pending (0: none), which outgrows the retry schedule only when the queue is stuck.
+  ``ladder_alert_episodes_open{kind}``: the open episodes by rule kind (docs/ALERTS.md).
 """
 
 from __future__ import annotations
@@ -68,7 +74,7 @@ from ladder.domain import advertised_auto_ids, rung_budgets, rung_for
 from ladder.domain.resolve import billing_verdict
 from ladder.domain.types import Connection, Rung, Snapshot
 from ladder.domain.windows import connection_limits, reading_age_s
-from ladder.models import ESCALATION_KINDS
+from ladder.models import ALERT_CHANNEL_KINDS, ALERT_DELIVERY_STATUSES, ALERT_RULE_KINDS, ESCALATION_KINDS
 
 logger = logging.getLogger(__name__)
 
@@ -183,6 +189,7 @@ class LadderCollector(Collector):
         yield from connection_families(snapshot, self.now)
         yield from budget_families(snapshot, self.now)
         yield escalation_family(snapshot)
+        yield from alert_families(self.now)
         yield from redis_families()
 
 
@@ -336,6 +343,35 @@ def escalation_family(snapshot: Snapshot) -> Metric:
         for kind in ESCALATION_KINDS:
             family.add_metric([auto_id, kind], counts.get((auto_id, kind), 0))
     return family
+
+
+def alert_families(now: datetime) -> Iterator[Metric]:
+    deliveries = GaugeMetricFamily(
+        "ladder_alert_deliveries",
+        "Alert deliveries stored, by channel kind and status (pending, sent, failed): a gauge over the rows "
+        "(never purged; a channel's or episode's deletion removes its deliveries), a pending one moves on",
+        labels=["kind", "status"],
+    )
+    oldest = GaugeMetricFamily(
+        "ladder_alert_delivery_oldest_pending_age_seconds",
+        "Age of the oldest alert delivery still pending, by channel kind (0: none pending); one older than "
+        "the retry schedule is stuck",
+        labels=["kind"],
+    )
+    episodes = GaugeMetricFamily(
+        "ladder_alert_episodes_open", "Alert episodes open, by rule kind", labels=["kind"]
+    )
+    figures = selectors.alert_delivery_figures()
+    channel_kinds = sorted({*ALERT_CHANNEL_KINDS, *(kind for kind, _ in figures.counts)})
+    for kind in channel_kinds:
+        for status in ALERT_DELIVERY_STATUSES:
+            deliveries.add_metric([kind, status], figures.counts.get((kind, status), 0))
+        since = figures.oldest_pending.get(kind)
+        oldest.add_metric([kind], max(0.0, (now - since).total_seconds()) if since is not None else 0.0)
+    open_counts = selectors.alert_episode_open_counts()
+    for kind in sorted({*ALERT_RULE_KINDS, *open_counts}):
+        episodes.add_metric([kind], open_counts.get(kind, 0))
+    yield from (deliveries, oldest, episodes)
 
 
 def redis_families() -> Iterator[Metric]:

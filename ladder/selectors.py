@@ -19,7 +19,7 @@ import redis
 from django.conf import settings
 from django.db import connection as db_connection
 from django.db import models
-from django.db.models import Count, F, OuterRef, Subquery
+from django.db.models import Count, F, Min, OuterRef, Subquery
 from django.utils import timezone
 
 from ladder import models as m
@@ -525,6 +525,43 @@ def alert_delivery_counts() -> dict[str, int]:
     for status, count in m.AlertDelivery.objects.values_list("status").annotate(n=Count("id")).order_by():
         counts[status] = count
     return counts
+
+
+@dataclass(frozen=True)
+class AlertDeliveryFigures:
+    """What /metrics reports of the deliveries: the rows by (channel kind, status), and when the
+    oldest delivery still pending of each channel kind was created (kinds with none pending: absent)."""
+
+    counts: dict[tuple[str, str], int]
+    oldest_pending: dict[str, datetime]
+
+
+def alert_delivery_figures() -> AlertDeliveryFigures:
+    """The deliveries stored, by channel kind and status, with the oldest pending one's creation per
+    kind. One query (grouped; the minimum rides along, so the stuck queue costs nothing more)."""
+    rows = (
+        m.AlertDelivery.objects.values_list("channel__kind", "status")
+        .annotate(n=Count("id"), oldest=Min("created_at"))
+        .order_by()
+    )
+    counts: dict[tuple[str, str], int] = {}
+    oldest_pending: dict[str, datetime] = {}
+    for kind, status, count, oldest in rows:
+        counts[(kind, status)] = int(count)
+        if status == "pending" and oldest is not None:
+            oldest_pending[kind] = oldest
+    return AlertDeliveryFigures(counts=counts, oldest_pending=oldest_pending)
+
+
+def alert_episode_open_counts() -> dict[str, int]:
+    """Rule kind → how many episodes are open (kinds with none: absent). One query."""
+    rows = (
+        m.AlertEpisode.objects.filter(closed_at__isnull=True)
+        .values_list("rule__kind")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    return {kind: int(count) for kind, count in rows}
 
 
 def alert_channels_all() -> list[m.AlertChannel]:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import socket
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
@@ -66,6 +67,29 @@ def resolve(client: Client, token: str, model: str) -> dict[str, Any]:
     )
     assert response.status_code == 200, response.content
     return json.loads(response.content)
+
+
+def channel(name: str, kind: str) -> m.AlertChannel:
+    if kind == "email":
+        return m.AlertChannel.objects.create(name=name, kind=kind, email_to="ops@example.com")
+    return m.AlertChannel.objects.create(name=name, kind=kind, url=f"https://{name}.example.com/hook")
+
+
+def delivery(to: m.AlertChannel, status: str, *, age_s: float = 0.0) -> m.AlertDelivery:
+    return m.AlertDelivery.objects.create(
+        delivery_id=uuid.uuid4(),
+        channel=to,
+        event="test",
+        status=status,
+        created_at=timezone.now() - timedelta(seconds=age_s),
+    )
+
+
+def episode(rule: m.AlertRule, subject: str, *, closed: bool = False) -> m.AlertEpisode:
+    now = timezone.now()
+    return m.AlertEpisode.objects.create(
+        rule=rule, subject=subject, opened_at=now, last_seen_at=now, closed_at=now if closed else None
+    )
 
 
 def closed_port() -> int:
@@ -298,15 +322,78 @@ def test_it_still_reports_the_database_figures_when_redis_is_down(
     assert series(samples, "ladder_resolutions_total") == {}
 
 
+def test_it_reports_alert_deliveries_by_channel_kind_and_status(hot: redis.Redis, client: Client) -> None:
+    ops, backup, mail = channel("ops", "webhook"), channel("backup", "webhook"), channel("mail", "email")
+    delivery(ops, "pending", age_s=600)
+    delivery(backup, "pending", age_s=120)
+    delivery(ops, "sent")
+    delivery(backup, "sent")
+    delivery(ops, "failed")
+    delivery(mail, "failed")
+    delivery(mail, "failed")
+    delivery(mail, "sent", age_s=3600)  # long sent: not pending, so not in the oldest pending's age
+
+    samples = scrape(client)
+
+    assert value(samples, "ladder_alert_deliveries", kind="webhook", status="pending") == 2
+    assert value(samples, "ladder_alert_deliveries", kind="webhook", status="sent") == 2
+    assert value(samples, "ladder_alert_deliveries", kind="webhook", status="failed") == 1
+    assert value(samples, "ladder_alert_deliveries", kind="email", status="failed") == 2
+    assert value(samples, "ladder_alert_deliveries", kind="email", status="sent") == 1
+    assert value(samples, "ladder_alert_deliveries", kind="email", status="pending") == 0
+    # Every kind and status has a series (a channel's name is never a label): 4 kinds x 3 statuses.
+    assert len(series(samples, "ladder_alert_deliveries")) == 12
+    assert value(samples, "ladder_alert_deliveries", kind="discord", status="failed") == 0
+    assert 600 <= value(samples, "ladder_alert_delivery_oldest_pending_age_seconds", kind="webhook") < 660
+    assert value(samples, "ladder_alert_delivery_oldest_pending_age_seconds", kind="email") == 0
+    assert set(series(samples, "ladder_alert_delivery_oldest_pending_age_seconds")) == {
+        frozenset({"kind": kind}.items()) for kind in m.ALERT_CHANNEL_KINDS
+    }
+
+    # The stuck one goes out: the oldest pending is now the younger one.
+    m.AlertDelivery.objects.filter(status="pending", channel=ops).update(status="sent")
+    again = scrape(client)
+    assert value(again, "ladder_alert_deliveries", kind="webhook", status="pending") == 1
+    assert value(again, "ladder_alert_deliveries", kind="webhook", status="sent") == 3
+    assert 120 <= value(again, "ladder_alert_delivery_oldest_pending_age_seconds", kind="webhook") < 180
+
+
+def test_it_reports_the_open_alert_episodes_by_rule_kind(hot: redis.Redis, client: Client) -> None:
+    m.AlertRule.objects.all().delete()  # not the default rules (migration 0020): only these
+    budget_50 = m.AlertRule.objects.create(name="b50", kind="budget_crossed", threshold=50)
+    budget_80 = m.AlertRule.objects.create(name="b80", kind="budget_crossed", threshold=80)
+    beat = m.AlertRule.objects.create(name="beat", kind="beat_silent", threshold=10)
+    latched = m.AlertRule.objects.create(name="latched", kind="window_latched")
+    episode(budget_50, "cheap")
+    episode(budget_80, "cheap")
+    episode(budget_50, "premium", closed=True)
+    episode(beat, "beat")
+    episode(latched, "c1/5h", closed=True)
+
+    samples = scrape(client)
+
+    assert value(samples, "ladder_alert_episodes_open", kind="budget_crossed") == 2
+    assert value(samples, "ladder_alert_episodes_open", kind="beat_silent") == 1
+    assert value(samples, "ladder_alert_episodes_open", kind="window_latched") == 0
+    assert set(series(samples, "ladder_alert_episodes_open")) == {
+        frozenset({"kind": kind}.items()) for kind in m.ALERT_RULE_KINDS
+    }
+
+
 @pytest.mark.parametrize("connections", [5, 50])
 def test_it_costs_a_constant_number_of_queries(
     hot: redis.Redis, client: Client, connections: int, django_assert_max_num_queries: Any
 ) -> None:
+    rule = m.AlertRule.objects.create(name="beat", kind="beat_silent", threshold=10)
     for index in range(connections):
         plan(f"c{index:03d}", (Window("5h", float(index % 100), None), Window("7d", 50.0, None)))
+        to = channel(f"ch{index:03d}", m.ALERT_CHANNEL_KINDS[index % len(m.ALERT_CHANNEL_KINDS)])
+        delivery(to, m.ALERT_DELIVERY_STATUSES[index % len(m.ALERT_DELIVERY_STATUSES)], age_s=index)
+        episode(rule, f"beat-{index}", closed=index > 0)
 
-    # the configuration, the connections, their readings (2), both catalogs, the spend, the escalations
-    with django_assert_max_num_queries(8):
+    # the configuration, the connections, their readings (2), both catalogs, the spend, the escalations,
+    # the alert deliveries, the open alert episodes
+    with django_assert_max_num_queries(10):
         samples = scrape(client)
     assert len(series(samples, "ladder_quota_remaining_ratio")) == 2 * connections
 

@@ -3,6 +3,7 @@ few queries."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,6 +12,8 @@ import pytest
 from ladder import models as m
 from ladder.domain.types import Reading, Window
 from ladder.selectors import (
+    alert_delivery_figures,
+    alert_episode_open_counts,
     alert_episodes_unrecovered,
     alert_inputs,
     alert_polled_connections,
@@ -70,3 +73,36 @@ def test_it_reads_enabled_rules_and_unrecovered_episodes() -> None:
     m.AlertEpisode.objects.create(subject="quiet", closed_at=NOW, **common)
     m.AlertEpisode.objects.create(subject="done", closed_at=NOW, recovered_at=NOW, **common)
     assert sorted(e.subject for e in alert_episodes_unrecovered()) == ["open", "quiet"]
+
+
+def test_it_counts_the_deliveries_and_finds_the_oldest_pending_in_one_query(
+    django_assert_num_queries: Any,
+) -> None:
+    hook = m.AlertChannel.objects.create(name="hook", kind="webhook", url="https://hook.example.com/")
+    mail = m.AlertChannel.objects.create(name="mail", kind="email", email_to="ops@example.com")
+    for to, status, minutes in (
+        (hook, "pending", 30),
+        (hook, "pending", 5),
+        (hook, "sent", 60),
+        (mail, "failed", 90),
+    ):
+        m.AlertDelivery.objects.create(
+            delivery_id=uuid.uuid4(),
+            channel=to,
+            event="test",
+            status=status,
+            created_at=NOW - timedelta(minutes=minutes),
+        )
+    with django_assert_num_queries(1):
+        figures = alert_delivery_figures()
+    assert figures.counts == {("webhook", "pending"): 2, ("webhook", "sent"): 1, ("email", "failed"): 1}
+    assert figures.oldest_pending == {"webhook": NOW - timedelta(minutes=30)}
+
+
+def test_it_counts_the_open_episodes_by_rule_kind_in_one_query(django_assert_num_queries: Any) -> None:
+    m.AlertRule.objects.all().delete()
+    rule = m.AlertRule.objects.create(name="beat", kind="beat_silent", threshold=10)
+    m.AlertEpisode.objects.create(rule=rule, subject="a", opened_at=NOW, last_seen_at=NOW)
+    m.AlertEpisode.objects.create(rule=rule, subject="b", opened_at=NOW, last_seen_at=NOW, closed_at=NOW)
+    with django_assert_num_queries(1):
+        assert alert_episode_open_counts() == {"beat_silent": 1}
