@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
@@ -35,7 +36,8 @@ METRIC = re.compile(r"\bladder_[a-z0-9_]+\b")
 SELECTOR = re.compile(r"\b(ladder_[a-z0-9_]+)\{([^}]*)\}")
 MATCHER_LABEL = re.compile(r"([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)")
 # What the issue asks the dashboard to show: quota per window, forecast, rung per connection, spend
-# against budget, resolutions by outcome, escalations.
+# against budget, resolutions by outcome, escalations; and (issue 20's follow-up) failed alert
+# deliveries, the oldest pending one's age, open alert episodes.
 REQUIRED = {
     "ladder_quota_remaining_ratio",
     "ladder_window_exhausts_in_seconds",
@@ -44,6 +46,9 @@ REQUIRED = {
     "ladder_rung_budget_usd",
     "ladder_resolutions_total",
     "ladder_escalations_total",
+    "ladder_alert_deliveries",
+    "ladder_alert_delivery_oldest_pending_age_seconds",
+    "ladder_alert_episodes_open",
 }
 
 
@@ -95,6 +100,13 @@ def exported(hot: redis.Redis, client: Client) -> dict[str, set[str]]:
             headers={"Authorization": f"Bearer {token}"},
         )
         assert response.status_code == 200, response.content
+    hook = m.AlertChannel.objects.create(name="ops", kind="webhook", url="https://ops.example.com/hook")
+    rule = m.AlertRule.objects.create(name="beat", kind="beat_silent", threshold=10)
+    m.AlertEpisode.objects.create(rule=rule, subject="beat", opened_at=now, last_seen_at=now)
+    for status in m.ALERT_DELIVERY_STATUSES:
+        m.AlertDelivery.objects.create(
+            delivery_id=uuid.uuid4(), channel=hook, event="test", status=status, created_at=now
+        )
     assert refresh_metrics_record([PollRecord("claude", "ok", 0.2), PollRecord("claude", "transient", 0.1)])
 
     response = client.get("/metrics")
