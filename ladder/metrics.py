@@ -348,8 +348,9 @@ def escalation_family(snapshot: Snapshot) -> Metric:
 def alert_families(now: datetime) -> Iterator[Metric]:
     deliveries = GaugeMetricFamily(
         "ladder_alert_deliveries",
-        "Alert deliveries stored, by channel kind and status (pending, sent, failed): a gauge over the rows "
-        "(never purged; a channel's or episode's deletion removes its deliveries), a pending one moves on",
+        "Alert deliveries stored, by channel kind and status (pending, sent, failed): a count of the rows, "
+        "not a counter (a pending one moves on; rows are never purged, but a deleted channel or episode "
+        "takes its deliveries along)",
         labels=["kind", "status"],
     )
     oldest = GaugeMetricFamily(
