@@ -38,6 +38,8 @@ class LadderAiohttpTransport(AiohttpTransport):
 
 def aiohttp_transport(max_connections: int) -> httpx.AsyncBaseTransport:
     """A keep-alive aiohttp transport holding at most ``max_connections`` connections. Its session is
-    made at the first request, on the loop that sends it; ``AsyncLadderClient.aclose`` closes it."""
+    made at the first request, on the loop that sends it; ``AsyncLadderClient.aclose`` closes it.
+    Unlike httpx's own transport it reads no HTTP_PROXY from the environment: the ladder is reached
+    directly, as a service beside the proxy."""
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
     return LadderAiohttpTransport(limits=limits)
