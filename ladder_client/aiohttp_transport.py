@@ -10,7 +10,8 @@ One correction to that library: it maps every ``aiohttp.ClientConnectionError`` 
 ``httpx.ConnectTimeout``, which the client reads as "never reached the ladder" and resends, whatever
 the call. A connection that dropped after the request left (``ServerDisconnectedError``, a reset
 while reading) may have reached it: a failure report sent twice would raise the backoff twice. Those
-become ``httpx.RemoteProtocolError`` here, which the client resends only for idempotent calls.
+become ``httpx.RemoteProtocolError`` here, which the client resends only for idempotent calls; so
+does any other aiohttp error the library leaves unmapped (an answer it cannot parse).
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ class LadderAiohttpTransport(AiohttpTransport):
             if isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(cause, _NOT_SENT):
                 raise httpx.RemoteProtocolError(str(exc) or type(cause).__name__, request=request) from cause
             raise
+        except aiohttp.ClientError as exc:
+            # What the library leaves unmapped (an answer aiohttp cannot parse: a header over 8 KiB,
+            # a garbled status line) reached the client as a bare aiohttp error, which it does not
+            # catch; httpx's transport raises RemoteProtocolError for the same.
+            raise httpx.RemoteProtocolError(f"{type(exc).__name__}: {exc}", request=request) from exc
 
 
 def aiohttp_transport(max_connections: int) -> httpx.AsyncBaseTransport:

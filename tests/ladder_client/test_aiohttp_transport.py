@@ -12,7 +12,7 @@ from ladder_client import Candidate, LadderError, UsageEvent
 from ladder_client.aclient import AsyncLadderClient
 from ladder_client.aiohttp_transport import aiohttp_transport
 from tests.ladder_client.conftest import CHEAP, CHEAP_MODEL, PLAN, PLAN_MODEL, Ladder
-from tests.ladder_client.sockets import refused_url, scripted_server, silent_server
+from tests.ladder_client.sockets import http_answer, refused_url, scripted_server, silent_server
 
 CANDIDATES = (
     Candidate(*PLAN_MODEL, connection_id=None, allowed_connection_ids=(PLAN,)),
@@ -87,3 +87,20 @@ def test_a_read_timeout_is_not_resent() -> None:
     with silent_server() as url:
         error = asyncio.run(run(url))
     assert (error.code, error.attempts) == ("timeout", 1)
+
+
+def test_an_answer_aiohttp_cannot_parse_is_a_ladder_error() -> None:
+    """A header over aiohttp's 8 KiB limit: a LadderError naming it, never a bare aiohttp error (the
+    reporter catches LadderError only, and would lose the batch)."""
+    answer = http_answer("200 OK", b"{}", {"X-Huge": "x" * 9000})
+
+    async def run(url: str) -> LadderError:
+        async with client_of(url, retries=2, retry_backoff_s=0) as client:
+            with pytest.raises(LadderError) as raised:
+                await client.report_failure(PLAN, 429)
+        return raised.value
+
+    with scripted_server(answer) as server:
+        error = asyncio.run(run(server.url))
+        sent = len(server.connections)
+    assert (error.code, error.attempts, sent) == ("connection_lost", 1, 1)
