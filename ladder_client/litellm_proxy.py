@@ -82,10 +82,10 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 from litellm.integrations.custom_logger import CustomLogger
 
 from ladder_client.aclient import DEFAULT_MAX_CONNECTIONS, AsyncLadderClient
-from ladder_client.aiohttp_transport import aiohttp_transport
 from ladder_client.client import DEFAULT_TIMEOUT_S, LadderClient, LadderError
 from ladder_client.litellm_router import (
     BORROW_KEY,
@@ -131,6 +131,9 @@ CONFIG_SECTIONS = ("router_settings", "litellm_settings")
 LITELLM_SKIPPED_KEYS = ("_retry_skipped_deployment_ids", "_excluded_deployment_ids")
 UNREACHABLE_RETRY_AFTER_S = 5
 FAILED_REQUESTS_KEPT = 4096
+# Auto groups whose candidates are kept: a wildcard deployment (auto/*) makes a group of each name a
+# client sends, and LiteLLM hands copies for those (never the same objects: each is read anew).
+GROUPS_KEPT = 64
 
 
 # --- start-up validation -------------------------------------------------------------------
@@ -381,7 +384,7 @@ class LadderProxyHook(CustomLogger):
         self._pools: OrderedDict[str, list[list[Any]]] = OrderedDict()
         self._seen = SeenOnce()
         # Each auto group's candidates, with the deployments they were read from (see _candidates).
-        self._groups: dict[str, tuple[tuple[Any, ...], tuple[Candidate, ...]]] = {}
+        self._groups: OrderedDict[str, tuple[tuple[Any, ...], tuple[Candidate, ...]]] = OrderedDict()
         self._checked_router: int | None = None
         self._router_problems: list[str] = []
 
@@ -423,7 +426,7 @@ class LadderProxyHook(CustomLogger):
             self.token,
             timeout_s=self.timeout_s,
             cache_ttl_s=self.cache_ttl_s,
-            transport=aiohttp_transport(DEFAULT_MAX_CONNECTIONS),
+            transport=_ladder_transport(),
         )
 
     @property
@@ -468,7 +471,7 @@ class LadderProxyHook(CustomLogger):
         ):
             return cached[1]
         candidates, _ = ladder_candidates(model, deployments)
-        self._groups[model] = (tuple(deployments), candidates)
+        _remember(self._groups, model, (tuple(deployments), candidates), GROUPS_KEPT)
         return candidates
 
     # --- before the router ------------------------------------------------------------------
@@ -545,7 +548,9 @@ class LadderProxyHook(CustomLogger):
             # The first allowed connection only, as the Router integration picks: plans are spent
             # in the ladder's order, and its quota headers coalesce (one connection's reports at
             # most once a second) instead of each request landing on another plan.
-            rank = {connection: index for index, connection in enumerate(connection_ids)}
+            rank: dict[str, int] = {}
+            for index, connection in enumerate(connection_ids):
+                rank.setdefault(connection, index)
             best, chosen = len(rank), list[Any]()
             for deployment in healthy_deployments:
                 target = _target(deployment) if isinstance(deployment, Mapping) else None
@@ -653,12 +658,28 @@ class LadderProxyHook(CustomLogger):
         sync_drain_at_exit(reporter, lambda: LadderClient(self.url or "", self.token or ""))()
 
 
-def _remember(kept: OrderedDict[str, Any], key: str, value: Any) -> None:
-    """Keep ``value`` under ``key`` among the last ``FAILED_REQUESTS_KEPT`` requests' (an evicted pool
-    is resolved again by the filter: fail closed)."""
+def _ladder_transport() -> httpx.AsyncBaseTransport | None:
+    """aiohttp under httpx (``ladder_client.aiohttp_transport``) when ``httpx-aiohttp`` is installed,
+    as the docs' proxy environment has it; else None (httpx's own: the same calls, more CPU per
+    call), with a warning, so that a proxy environment made before it keeps starting."""
+    try:
+        from ladder_client.aiohttp_transport import aiohttp_transport
+    except ImportError as exc:
+        logger.warning(
+            "ladder: %s; the hook calls the ladder over httpx's own transport (install httpx-aiohttp "
+            "in the proxy's environment: about 0.5 ms less CPU per call)",
+            exc,
+        )
+        return None
+    return aiohttp_transport(DEFAULT_MAX_CONNECTIONS)
+
+
+def _remember(kept: OrderedDict[str, Any], key: str, value: Any, limit: int = FAILED_REQUESTS_KEPT) -> None:
+    """Keep ``value`` under ``key`` among the last ``limit`` keys' (an evicted pool is resolved again
+    by the filter: fail closed; evicted candidates are read again from the deployments)."""
     kept[key] = value
     kept.move_to_end(key)
-    while len(kept) > FAILED_REQUESTS_KEPT:
+    while len(kept) > limit:
         kept.popitem(last=False)
 
 

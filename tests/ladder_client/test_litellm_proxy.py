@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ from tests.ladder_client.sockets import refused_url
 litellm = pytest.importorskip("litellm")
 from ladder_client.litellm_proxy import (  # noqa: E402 - needs LiteLLM, an optional extra
     BORROW_KEY,
+    GROUPS_KEPT,
     POOL_KEY,
     REQUEST_KEY,
     LadderProxyHook,
@@ -343,6 +345,34 @@ def test_a_deployment_the_router_replaced_changes_the_candidates_sent(fake: Fake
 
     assert asyncio.run(run()) == [503, 503, 503]
     assert asked == [sorted([CHEAP, PLAN]), sorted([CHEAP, PLAN]), sorted(["cheap-2", PLAN])]
+
+
+def test_the_hook_calls_the_ladder_over_aiohttp_or_over_httpx_without_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from ladder_client.aiohttp_transport import LadderAiohttpTransport
+
+    hook = LadderProxyHook(url="http://ladder", token="olr_never-asked")
+    assert isinstance(hook._make_client()._http._transport, LadderAiohttpTransport)
+
+    # A proxy environment made before httpx-aiohttp joined it: the hook still starts, on httpx.
+    monkeypatch.setitem(sys.modules, "httpx_aiohttp", None)
+    monkeypatch.delitem(sys.modules, "ladder_client.aiohttp_transport")
+    with caplog.at_level(logging.WARNING, logger="ladder_client.litellm_proxy"):
+        transport = hook._make_client()._http._transport
+    assert isinstance(transport, httpx.AsyncHTTPTransport)
+    assert "install httpx-aiohttp" in caplog.text
+
+
+def test_the_candidates_of_at_most_64_groups_are_kept(fake: FakeOpenAI) -> None:
+    """A wildcard auto/* deployment makes a group of every name a client sends."""
+    router = proxy_router(fake)
+    hook = LadderProxyHook(url=refused_url(), token="olr_never-asked", router=router)
+    deployments = group_deployments(router, THRIFTY)
+    for index in range(GROUPS_KEPT + 10):
+        hook._candidates(f"auto/name-{index}", [dict(d) for d in deployments])
+    assert len(hook._groups) == GROUPS_KEPT
+    assert next(iter(hook._groups)) == "auto/name-10"  # the oldest went first
 
 
 def test_an_attempt_that_skipped_the_pre_call_hook_is_resolved_and_fails_closed(
