@@ -520,10 +520,10 @@ def alert_deliveries_recent(*, status: str | None = None, limit: int = 100) -> l
 
 
 def alert_delivery_counts() -> dict[str, int]:
-    """How many deliveries each status holds (every status present, 0 when none)."""
+    """How many deliveries each status holds (every status present, 0 when none). One query."""
     counts = dict.fromkeys(m.ALERT_DELIVERY_STATUSES, 0)
-    for status, count in m.AlertDelivery.objects.values_list("status").annotate(n=Count("id")).order_by():
-        counts[status] = count
+    for (_, status), count in alert_delivery_figures().counts.items():
+        counts[status] = counts.get(status, 0) + count
     return counts
 
 
