@@ -39,9 +39,8 @@ class SnapshotCache:
 
     def get(self, now: datetime) -> Snapshot:
         version, live = selectors.state_versions_get()
-        entry = self._entry
-        # A live version that went back (a database replaced under the process) reloads too.
-        if entry is not None and entry.version == version and entry.live <= live:
+        entry = self._held(version, live)
+        if entry is not None:
             snapshot = entry.snapshot
             changed = selectors.live_state_since(entry.live) if live != entry.live else {}
             # A live write to a connection the snapshot does not hold (created without a version
@@ -63,10 +62,16 @@ class SnapshotCache:
         as it is, with its connections' live state and its spend as last read. One query (the
         versions) while the state version holds; the next get() still merges what was skipped."""
         version, live = selectors.state_versions_get()
+        entry = self._held(version, live)
+        return entry.snapshot if entry is not None else self._load(version, live, now)
+
+    def _held(self, version: int, live: int) -> _CachedSnapshot | None:
+        """The cached entry while it is of this state version; None when the state must be loaded
+        (a live version that went back, a database replaced under the process, reloads too)."""
         entry = self._entry
         if entry is not None and entry.version == version and entry.live <= live:
-            return entry.snapshot
-        return self._load(version, live, now)
+            return entry
+        return None
 
     def _load(self, version: int, live: int, now: datetime) -> Snapshot:
         for attempt in range(1, self.LOAD_TRIES + 1):
