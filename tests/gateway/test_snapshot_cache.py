@@ -155,6 +155,12 @@ def plan(connection_id: str = "c1") -> None:
     )
 
 
+def header_reading(connection_id: str, remaining_pct: float) -> None:
+    """A 5h window read from a gateway's headers, stored now (a live write: no state version bump)."""
+    reading = Reading(fetched_at=NOW, windows=(Window("5h", remaining_pct, IN_2H),), source="headers")
+    reading_record(connection_id=connection_id, reading=reading, now=NOW)
+
+
 def failure(status: int, headers: dict[str, str] | None = None) -> FailureOutcome:
     return failure_record(
         connection_id="c1",
@@ -186,11 +192,7 @@ def test_it_sees_a_reading_written_since_without_loading_the_state_again(loads: 
     cache = SnapshotCache()
     first = cache.get(NOW)
 
-    reading_record(
-        connection_id="c1",
-        reading=Reading(fetched_at=NOW, windows=(Window("5h", 1.0, IN_2H),), source="headers"),
-        now=NOW,
-    )
+    header_reading("c1", 1.0)
 
     second = cache.get(NOW)
     windows = second.connections_by_id["c1"].reading.windows  # type: ignore[union-attr]
@@ -207,11 +209,7 @@ def test_it_merges_at_the_next_get_a_reading_that_pricing_skipped(loads: list[in
     plan("c1")
     cache = SnapshotCache()
     first = cache.get(NOW)
-    reading_record(
-        connection_id="c1",
-        reading=Reading(fetched_at=NOW, windows=(Window("5h", 1.0, IN_2H),), source="headers"),
-        now=NOW,
-    )
+    header_reading("c1", 1.0)
 
     assert cache.get_fixed(NOW) is first
     second = cache.get(NOW)
@@ -229,11 +227,7 @@ def test_it_loads_again_for_a_live_write_to_a_connection_it_does_not_hold(loads:
     cache.get(NOW)
     m.Connection.objects.create(id="c9", provider="claude", auth_type="oauth")  # no version bump
 
-    reading_record(
-        connection_id="c9",
-        reading=Reading(fetched_at=NOW, windows=(Window("5h", 50.0, IN_2H),), source="headers"),
-        now=NOW,
-    )
+    header_reading("c9", 50.0)
 
     assert "c9" in cache.get(NOW).connections_by_id  # never resolved as unknown_connection
     assert len(loads) == 2
