@@ -9,7 +9,7 @@ import asyncio
 import json
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -241,65 +241,59 @@ def test_the_filter_drops_a_deployment_that_failed_in_this_request(ladder: Ladde
     assert [d["model_info"]["id"] for d in second] == [cheap["model_info"]["id"]]
 
 
+def twin(deployment: Mapping[str, Any], ident: str, **changes: str) -> dict[str, Any]:
+    """``deployment`` under another id, its ladder keys changed as given."""
+    return {**deployment, "model_info": {**deployment["model_info"], "id": ident, **changes}}
+
+
+def filtered_ids(
+    router: Any, deployments: list[Any], order: list[str], skipped_each: list[list[str]]
+) -> list[Any]:
+    """The ids the filter hands each attempt (LiteLLM's skipped deployments given), the pool's one
+    entry allowing the connections of ``order`` as the pre-call hook leaves it: the ladder is not asked."""
+    hook = LadderProxyHook(url=refused_url(), token="olr_never-asked", router=router)
+    info = group_deployments(router, THRIFTY)[0]["model_info"]
+    pool = [[info[PROVIDER_KEY], info[MODEL_KEY], order]]
+    hook._pools["req-1"] = pool
+    data = {"metadata": {POOL_KEY: pool, REQUEST_KEY: "req-1"}}
+
+    async def run() -> list[list[Any]]:
+        picks = []
+        for skipped in skipped_each:
+            attempt = {**data, "_retry_skipped_deployment_ids": skipped}
+            picks.append(await hook.async_filter_deployments(THRIFTY, deployments, MESSAGES, attempt))
+        return picks
+
+    return [[d["model_info"]["id"] for d in pick] for pick in asyncio.run(run())]
+
+
 def test_the_filter_hands_an_attempt_the_first_allowed_connection_only(
     ladder: Ladder, fake: FakeOpenAI
 ) -> None:
     router = proxy_router(fake)
-    hook = LadderProxyHook(url=refused_url(), token="olr_never-asked", router=router)
     plan = group_deployments(router, THRIFTY)[0]
-    info = plan["model_info"]
-    twins = [
-        {**plan, "model_info": {**info, "id": f"plan-{name}", CONNECTION_KEY: name}}
-        for name in ("plan-a", "plan-b", "plan-c")
-    ]
+    twins = [twin(plan, f"plan-{name}", **{CONNECTION_KEY: name}) for name in ("plan-a", "plan-b", "plan-c")]
     # The ladder's order within the entry is b, c, a: the attempt gets b's deployment alone, and
-    # the retry after b failed gets c's (a pool read from the metadata: the ladder is not asked).
-    pool = [[info[PROVIDER_KEY], info[MODEL_KEY], ["plan-b", "plan-c", "plan-a"]]]
-    hook._pools["req-1"] = pool  # as the pre-call hook leaves it
-    data = {"metadata": {POOL_KEY: pool, REQUEST_KEY: "req-1"}}
-
-    async def run() -> tuple[list[Any], list[Any]]:
-        first = await hook.async_filter_deployments(THRIFTY, twins, MESSAGES, data)
-        retry = {**data, "_retry_skipped_deployment_ids": ["plan-plan-b"]}
-        second = await hook.async_filter_deployments(THRIFTY, twins, MESSAGES, retry)
-        return first, second
-
-    first, second = asyncio.run(run())
-    assert [d["model_info"]["id"] for d in first] == ["plan-plan-b"]
-    assert [d["model_info"]["id"] for d in second] == ["plan-plan-c"]
+    # the retry after b failed gets c's.
+    picks = filtered_ids(router, twins, ["plan-b", "plan-c", "plan-a"], [[], ["plan-plan-b"]])
+    assert picks == [["plan-plan-b"], ["plan-plan-c"]]
 
 
 def test_the_filter_hands_every_deployment_of_that_connection_and_no_other_model(
     ladder: Ladder, fake: FakeOpenAI
 ) -> None:
     router = proxy_router(fake)
-    hook = LadderProxyHook(url=refused_url(), token="olr_never-asked", router=router)
     plan = group_deployments(router, THRIFTY)[0]
-    info = plan["model_info"]
-
-    def twin(ident: str, **changes: str) -> dict[str, Any]:
-        return {**plan, "model_info": {**info, "id": ident, **changes}}
-
     deployments = [
-        twin("other-model", **{CONNECTION_KEY: "plan-a", MODEL_KEY: "another-model"}),
-        twin("not-allowed", **{CONNECTION_KEY: "plan-z"}),
-        twin("c-1", **{CONNECTION_KEY: "plan-c"}),
-        twin("a-1", **{CONNECTION_KEY: "plan-a"}),
+        twin(plan, "other-model", **{CONNECTION_KEY: "plan-a", MODEL_KEY: "another-model"}),
+        twin(plan, "not-allowed", **{CONNECTION_KEY: "plan-z"}),
+        twin(plan, "c-1", **{CONNECTION_KEY: "plan-c"}),
+        twin(plan, "a-1", **{CONNECTION_KEY: "plan-a"}),
         {"model_name": THRIFTY, "litellm_params": plan["litellm_params"], "model_info": {"id": "bare"}},
-        twin("a-2", **{CONNECTION_KEY: "plan-a"}),
+        twin(plan, "a-2", **{CONNECTION_KEY: "plan-a"}),
     ]
-    pool = [[info[PROVIDER_KEY], info[MODEL_KEY], ["plan-a", "plan-c"]]]
-    hook._pools["req-1"] = pool
-    data = {"metadata": {POOL_KEY: pool, REQUEST_KEY: "req-1"}}
-
-    async def run() -> list[list[Any]]:
-        picks = []
-        for skipped in ([], ["a-1"], ["a-1", "a-2"], ["a-1", "a-2", "c-1"]):
-            attempt = {**data, "_retry_skipped_deployment_ids": skipped}
-            picks.append(await hook.async_filter_deployments(THRIFTY, deployments, MESSAGES, attempt))
-        return picks
-
-    picks = [[d["model_info"]["id"] for d in pick] for pick in asyncio.run(run())]
+    skipped_each = [[], ["a-1"], ["a-1", "a-2"], ["a-1", "a-2", "c-1"]]
+    picks = filtered_ids(router, deployments, ["plan-a", "plan-c"], skipped_each)
     assert picks == [["a-1", "a-2"], ["a-2"], ["c-1"], []]
 
 
