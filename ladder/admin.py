@@ -18,7 +18,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
 
-from ladder import selectors, services
+from ladder import services
 from ladder.domain.billing import BillingVerdict, classify_billing
 from ladder.domain.credentials import NEEDS_REAUTH, default_owner, expires_in_text
 from ladder.domain.tiers import economic_tier, rung_for
@@ -43,6 +43,7 @@ from ladder.models import (
     UsageEvent,
     connection_ids_errors,
 )
+from ladder.selectors.snapshot import catalog_uncurated_kinds, configuration_get, snapshot_load
 from ladder.services import credentials
 from ladder.services.alert_delivery import enqueue_test
 from ladder.services.alert_senders import redact_url
@@ -118,7 +119,7 @@ def snapshot_columns(
     columns: Sequence[tuple[str, Callable[[Connection, Snapshot], str]]],
 ) -> list[Callable[[Connection], str]]:
     """list_display callables sharing one snapshot, loaded at the first cell (constant queries)."""
-    snapshot = cache(selectors.snapshot_load)
+    snapshot = cache(snapshot_load)
 
     def column(title: str, render: Callable[[Connection, Snapshot], str]) -> Callable[[Connection], str]:
         def cell(obj: Connection) -> str:
@@ -431,15 +432,15 @@ class ConnectionAdmin(VersionBumpingAdmin):
 
     @admin.display(description="billing (L1)")
     def billing_verdict(self, obj: Connection) -> str:
-        return connection_billing(obj, selectors.snapshot_load()) if obj.pk else "—"
+        return connection_billing(obj, snapshot_load()) if obj.pk else "—"
 
     @admin.display(description="rung per model")
     def rungs(self, obj: Connection) -> str:
-        return connection_rungs(obj, selectors.snapshot_load()) if obj.pk else "—"
+        return connection_rungs(obj, snapshot_load()) if obj.pk else "—"
 
     @admin.display(description="latest reading")
     def latest_reading(self, obj: Connection) -> str:
-        return connection_reading(obj, selectors.snapshot_load()) if obj.pk else "—"
+        return connection_reading(obj, snapshot_load()) if obj.pk else "—"
 
 
 @admin.register(BillingCatalogEntry)
@@ -468,14 +469,14 @@ class BillingCatalogEntryAdmin(VersionBumpingAdmin):
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        snapshot = selectors.snapshot_load()
+        snapshot = snapshot_load()
         add_url = reverse("admin:ladder_billingcatalogentry_add")
         uncurated = [
             {
                 "label": f"{provider}/{auth_type}" if auth_type else f"{provider} (no auth type)",
                 "add_url": f"{add_url}?{urlencode({'provider': provider, 'auth_type': auth_type or ''})}",
             }
-            for provider, auth_type in selectors.catalog_uncurated_kinds(snapshot=snapshot)
+            for provider, auth_type in catalog_uncurated_kinds(snapshot=snapshot)
         ]
         context = {**(extra_context or {}), "uncurated_kinds": uncurated}
         return super().changelist_view(request, extra_context=context)
@@ -498,7 +499,7 @@ class ModelCatalogEntryAdmin(VersionBumpingAdmin):
     readonly_fields = ("created_at", "updated_at")
 
     def get_list_display(self, request: HttpRequest) -> ListDisplay:
-        config = cache(lambda: selectors.configuration_get().to_domain())
+        config = cache(lambda: configuration_get().to_domain())
 
         @admin.display(description="economic tier (L2)")
         def tier(obj: ModelCatalogEntry) -> str:

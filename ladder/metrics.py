@@ -8,7 +8,7 @@ Behind ``LADDER_TRUSTED_PROXY_HOPS`` proxies both the proxy's and the forwarded 
 must be allowed.
 
 Every scrape builds its figures afresh, with no state in the web process (several serve the same
-ladder): gauges from one snapshot (``selectors.snapshot_load``, a constant number of queries),
+ladder): gauges from one snapshot (``snapshot_load``, a constant number of queries),
 the escalation counts from one query, the alert figures from two, and the counters shared by every
 process from Redis, read through the selectors (``ladder_resolutions_total`` from the escalation
 log's script, the refresh figures from the Celery workers). With Redis away those counters are left out and
@@ -69,12 +69,21 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from ladder import selectors
 from ladder.domain import advertised_auto_ids, rung_budgets, rung_for
 from ladder.domain.resolve import billing_verdict
 from ladder.domain.types import Connection, Rung, Snapshot
 from ladder.domain.windows import connection_limits, reading_age_s
 from ladder.models import ALERT_CHANNEL_KINDS, ALERT_DELIVERY_STATUSES, ALERT_RULE_KINDS, ESCALATION_KINDS
+from ladder.selectors.alerts import alert_delivery_figures, alert_episode_open_counts
+from ladder.selectors.escalations import escalation_counts
+from ladder.selectors.hotstate import (
+    DURATION_BUCKETS_S,
+    FAILURE_OUTCOMES,
+    HotStateUnavailable,
+    refresh_metrics_read,
+    resolutions_read,
+)
+from ladder.selectors.snapshot import snapshot_load
 
 logger = logging.getLogger(__name__)
 
@@ -184,7 +193,7 @@ class LadderCollector(Collector):
         self.now = now
 
     def collect(self) -> Iterator[Metric]:
-        snapshot = selectors.snapshot_load(now=self.now)
+        snapshot = snapshot_load(now=self.now)
         yield from quota_families(snapshot, self.now)
         yield from connection_families(snapshot, self.now)
         yield from budget_families(snapshot, self.now)
@@ -336,7 +345,7 @@ def escalation_family(snapshot: Snapshot) -> Metric:
         "turned empty, or came back down",
         labels=["auto_id", "kind"],
     )
-    counts = selectors.escalation_counts()
+    counts = escalation_counts()
     categories = {category for entry in snapshot.models for category in entry.categories}
     auto_ids = sorted({*advertised_auto_ids(categories), *(auto_id for auto_id, _ in counts)})
     for auto_id in auto_ids:
@@ -362,14 +371,14 @@ def alert_families(now: datetime) -> Iterator[Metric]:
     episodes = GaugeMetricFamily(
         "ladder_alert_episodes_open", "Alert episodes open, by rule kind", labels=["kind"]
     )
-    figures = selectors.alert_delivery_figures()
+    figures = alert_delivery_figures()
     channel_kinds = sorted({*ALERT_CHANNEL_KINDS, *(kind for kind, _ in figures.counts)})
     for kind in channel_kinds:
         for status in ALERT_DELIVERY_STATUSES:
             deliveries.add_metric([kind, status], figures.counts.get((kind, status), 0))
         since = figures.oldest_pending.get(kind)
         oldest.add_metric([kind], max(0.0, (now - since).total_seconds()) if since is not None else 0.0)
-    open_counts = selectors.alert_episode_open_counts()
+    open_counts = alert_episode_open_counts()
     for kind in sorted({*ALERT_RULE_KINDS, *open_counts}):
         episodes.add_metric([kind], open_counts.get(kind, 0))
     yield from (deliveries, oldest, episodes)
@@ -390,7 +399,7 @@ def redis_families() -> Iterator[Metric]:
     )
     failures = CounterMetricFamily(
         "ladder_refresh_failures",
-        f"Quota polls that failed, by provider and outcome ({', '.join(selectors.FAILURE_OUTCOMES)})",
+        f"Quota polls that failed, by provider and outcome ({', '.join(FAILURE_OUTCOMES)})",
         labels=["provider", "outcome"],
     )
     durations = HistogramMetricFamily(
@@ -399,9 +408,9 @@ def redis_families() -> Iterator[Metric]:
         labels=["provider"],
     )
     try:
-        counted = selectors.resolutions_read()
-        figures = selectors.refresh_metrics_read()
-    except selectors.HotStateUnavailable as exc:
+        counted = resolutions_read()
+        figures = refresh_metrics_read()
+    except HotStateUnavailable as exc:
         logger.warning("metrics: the Redis counters are unavailable (%s)", exc)
         up.add_metric([], 0.0)
         yield from (up, resolutions, polls, failures, durations)
@@ -412,16 +421,14 @@ def redis_families() -> Iterator[Metric]:
             resolutions.add_metric([grouping, outcome], counted.get((grouping, outcome), 0))
     providers = sorted({provider for provider, _ in figures.polls} | set(figures.durations))
     for provider in providers:
-        for outcome in selectors.FAILURE_OUTCOMES:
+        for outcome in FAILURE_OUTCOMES:
             failures.add_metric([provider, outcome], figures.polls.get((provider, outcome), 0))
     for (provider, outcome), count in sorted(figures.polls.items()):
         polls.add_metric([provider, outcome], count)
     for provider, timed in sorted(figures.durations.items()):
         cumulative = 0
         buckets: list[tuple[str, float]] = []
-        for bound, count in zip(
-            [*map(str, selectors.DURATION_BUCKETS_S), "+Inf"], timed.buckets, strict=True
-        ):
+        for bound, count in zip([*map(str, DURATION_BUCKETS_S), "+Inf"], timed.buckets, strict=True):
             cumulative += count
             buckets.append((bound, cumulative))
         durations.add_metric([provider], buckets, sum_value=timed.sum_s)

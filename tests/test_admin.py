@@ -13,7 +13,6 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from ladder import selectors
 from ladder.admin import ConnectionForm
 from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.models import (
@@ -27,6 +26,7 @@ from ladder.models import (
     StateVersion,
     UsageEvent,
 )
+from ladder.selectors.snapshot import snapshot_load, state_version_get
 from ladder.services.credentials import credential_import, credential_refresh
 
 pytestmark = pytest.mark.django_db
@@ -196,14 +196,14 @@ def test_it_keeps_the_credential_when_the_field_is_left_blank(
 
 
 def test_it_sets_a_new_credential_and_bumps_the_version(admin_client: Client, rows: dict[str, Any]) -> None:
-    before = selectors.state_version_get()
+    before = state_version_get()
     url = reverse("admin:ladder_connection_change", args=[rows["connection"].pk])
 
     response = admin_client.post(url, connection_form(credential="sk-new-one"))
 
     assert response.status_code == 302
     assert Connection.objects.get(pk=rows["connection"].pk).get_credential() == "sk-new-one"
-    assert selectors.state_version_get() > before
+    assert state_version_get() > before
 
 
 def test_it_clears_the_credential_on_request(admin_client: Client, rows: dict[str, Any]) -> None:
@@ -406,7 +406,7 @@ def test_it_saves_a_reserve_and_a_minimum_poll_interval(admin_client: Client) ->
     assert response.status_code == 302, response.content[:2000]
     row = Connection.objects.get(pk="c-reserve")
     assert (row.reserve_pct, row.min_poll_interval_s) == (20.0, 300.0)
-    assert selectors.snapshot_load().connections_by_id["c-reserve"].reserve_pct == 20.0
+    assert snapshot_load().connections_by_id["c-reserve"].reserve_pct == 20.0
 
 
 @pytest.mark.parametrize(

@@ -5,18 +5,19 @@ from datetime import UTC, datetime
 import pytest
 from django.core.exceptions import ValidationError
 
-from ladder import selectors, services
+from ladder import services
 from ladder.models import Connection, LadderConfiguration, StateVersion
+from ladder.selectors.snapshot import state_version_get
 
 pytestmark = pytest.mark.django_db
 
 
 def test_it_bumps_the_state_version() -> None:
-    before = selectors.state_version_get()
+    before = state_version_get()
 
     assert services.bump_state_version() == before + 1
     assert services.bump_state_version() == before + 2
-    assert selectors.state_version_get() == before + 2
+    assert state_version_get() == before + 2
 
 
 def test_it_recreates_a_missing_state_version_row() -> None:
@@ -27,17 +28,17 @@ def test_it_recreates_a_missing_state_version_row() -> None:
 
 
 def test_it_updates_the_configuration_and_bumps_the_version() -> None:
-    before = selectors.state_version_get()
+    before = state_version_get()
 
     configuration = services.configuration_update(exit_cutoff_pct=3, rung_budget_usd={"cheap": 5.0})
 
     assert configuration.exit_cutoff_pct == 3.0
     assert LadderConfiguration.load().rung_budget_usd == {"cheap": 5.0}
-    assert selectors.state_version_get() == before + 1
+    assert state_version_get() == before + 1
 
 
 def test_it_refuses_an_invalid_configuration_without_writing() -> None:
-    before = selectors.state_version_get()
+    before = state_version_get()
 
     with pytest.raises(ValidationError) as error:
         services.configuration_update(exit_cutoff_pct=101, rung_budget_usd={"gold": 1})
@@ -45,7 +46,7 @@ def test_it_refuses_an_invalid_configuration_without_writing() -> None:
     assert "exit_cutoff_pct" in error.value.message_dict
     assert "rung_budget_usd" in error.value.message_dict
     assert LadderConfiguration.load().exit_cutoff_pct == 2.0
-    assert selectors.state_version_get() == before
+    assert state_version_get() == before
 
 
 def test_it_refuses_an_unknown_configuration_setting() -> None:
@@ -57,14 +58,14 @@ def test_it_refuses_an_unknown_configuration_setting() -> None:
 
 def test_it_sets_and_clears_a_connection_credential() -> None:
     Connection.objects.create(id="c1", provider="claude", auth_type="oauth")
-    before = selectors.state_version_get()
+    before = state_version_get()
 
     services.connection_set_credential(connection_id="c1", credential="sk-secret")
 
     stored = Connection.objects.get(pk="c1")
     assert stored.get_credential() == "sk-secret"
     assert "sk-secret" not in stored.credential_ciphertext
-    assert selectors.state_version_get() == before + 1
+    assert state_version_get() == before + 1
 
     services.connection_set_credential(connection_id="c1", credential=None)
     assert Connection.objects.get(pk="c1").get_credential() is None

@@ -11,9 +11,10 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 from django_celery_beat.schedulers import DatabaseScheduler
 
-from ladder import selectors, tasks
+from ladder import tasks
 from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.models import Connection, EscalationEvent, Heartbeat, QuotaReading
+from ladder.selectors.snapshot import readings_latest
 from ladder.services.readings import reading_record
 from ladder.services.refresh import RefreshSummary
 from omniroute.celery import app
@@ -52,7 +53,7 @@ def test_it_records_the_beat_and_refreshes_the_due_connections(
     assert result["claimed"] == 2
     assert result["readings"] == 2
     assert result["outcomes"] == {"ok": 2}
-    assert set(selectors.readings_latest()) == {"c1", "z1"}
+    assert set(readings_latest()) == {"c1", "z1"}
     beat = Heartbeat.objects.get(pk="beat").last_at
     assert beat >= started
 
@@ -93,7 +94,7 @@ def test_it_refreshes_the_connections_it_is_given(
     result = tasks.refresh_connections.apply(args=[["c1", "unknown"]]).get()
 
     assert result["outcomes"] == {"ok": 1}
-    assert set(selectors.readings_latest()) == {"c1"}
+    assert set(readings_latest()) == {"c1"}
 
 
 def test_it_leaves_a_connection_to_its_claim_holder(
@@ -116,7 +117,7 @@ def test_it_is_idempotent_for_a_repeated_request(
     tasks.refresh_connections.apply(args=[["c1"]]).get()
     tasks.refresh_connections.apply(args=[["c1"]]).get()
 
-    latest = selectors.readings_latest()["c1"]
+    latest = readings_latest()["c1"]
     assert [w.remaining_pct for w in latest.windows] == [63, 78, 96]
     assert not Connection.objects.get(pk="c1").claimed_until
 

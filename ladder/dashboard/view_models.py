@@ -58,18 +58,16 @@ from ladder.domain.credentials import NEEDS_REAUTH, REFRESHABLE_KINDS, default_o
 from ladder.domain.scopes import scope_words
 from ladder.domain.types import LadderConfig, Thresholds
 from ladder.domain.windows import connection_limits, is_too_old, is_usable, reading_age_s, reset_passed
-from ladder.selectors import (
+from ladder.selectors.alerts import (
     alert_channels_all,
     alert_deliveries_recent,
     alert_delivery_counts,
     alert_episodes_closed,
     alert_episodes_open,
     alert_rules_all,
-    catalog_uncurated_kinds,
-    escalation_auto_ids,
-    escalations_latest,
-    snapshot_load,
 )
+from ladder.selectors.escalations import escalation_auto_ids, escalations_latest
+from ladder.selectors.snapshot import catalog_uncurated_kinds, snapshot_load
 from ladder.services.alert_senders import redact_url
 from ladder.services.credentials import connection_kind
 

@@ -34,7 +34,7 @@ from ladder.models import (
     catalog_key_label,
 )
 from ladder.security.login_throttle import ThrottledAuthenticationForm, throttled_answer
-from ladder.selectors import connection_poll_floor
+from ladder.selectors.connections import connection_poll_floor
 from ladder.services.alert_delivery import enqueue_test
 from ladder.services.alert_settings import alert_rule_update
 from ladder.services.catalog import EDITABLE_FIELDS, catalog_entry_create, catalog_entry_update

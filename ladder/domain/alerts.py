@@ -116,7 +116,7 @@ class EmptyAutoId:
 
 @dataclass(frozen=True, slots=True)
 class AlertInputs:
-    """Everything the rules read, loaded by ladder.selectors.alert_inputs in a few queries."""
+    """Everything the rules read, loaded by ladder.selectors.alerts.alert_inputs in a few queries."""
 
     snapshot: Snapshot = field(default_factory=Snapshot)
     polled: tuple[PolledConnection, ...] = ()

@@ -5,8 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from ladder import selectors
 from ladder.domain.types import Snapshot
+from ladder.selectors.snapshot import (
+    live_state_since,
+    snapshot_load,
+    snapshot_with_live,
+    spend_usd,
+    state_versions_get,
+)
 
 
 @dataclass(frozen=True)
@@ -23,7 +29,7 @@ class SnapshotCache:
       changes, that is when an operator or an import changes them, or a connection is disabled;
     - each connection's live state (latest reading with its latches, cooldown), which a gateway's
       reports change at every request: when the live version moved, only the connections written
-      since are re-read (one query: selectors.live_state_since) and merged in;
+      since are re-read (one query: ladder.selectors.snapshot.live_state_since) and merged in;
     - the spend of the current budget period: read at every call (usage reports change it).
 
     Only the inputs are cached (DESIGN L12): every resolution is recomputed from them. Every write
@@ -38,17 +44,17 @@ class SnapshotCache:
         self._entry: _CachedSnapshot | None = None
 
     def get(self, now: datetime) -> Snapshot:
-        version, live = selectors.state_versions_get()
+        version, live = state_versions_get()
         entry = self._held(version, live)
         if entry is not None:
             snapshot = entry.snapshot
-            changed = selectors.live_state_since(entry.live) if live != entry.live else {}
+            changed = live_state_since(entry.live) if live != entry.live else {}
             # A live write to a connection the snapshot does not hold (created without a version
             # bump, e.g. by a script) cannot be merged: the whole state is loaded again instead.
             if all(cid in snapshot.connections_by_id for cid in changed):
                 if changed:
-                    snapshot = selectors.snapshot_with_live(snapshot, changed)
-                spend = selectors.spend_usd(period=snapshot.config.budget_period, now=now)
+                    snapshot = snapshot_with_live(snapshot, changed)
+                spend = spend_usd(period=snapshot.config.budget_period, now=now)
                 if spend != snapshot.spend_usd:
                     snapshot = snapshot.with_spend(spend)  # shares what the snapshot derived so far
                 if snapshot is not entry.snapshot or live != entry.live:
@@ -61,7 +67,7 @@ class SnapshotCache:
         only (usage pricing): loaded as by get() when the state version moved, else the cached one
         as it is, with its connections' live state and its spend as last read. One query (the
         versions) while the state version holds; the next get() still merges what was skipped."""
-        version, live = selectors.state_versions_get()
+        version, live = state_versions_get()
         entry = self._held(version, live)
         return entry.snapshot if entry is not None else self._load(version, live, now)
 
@@ -75,8 +81,8 @@ class SnapshotCache:
 
     def _load(self, version: int, live: int, now: datetime) -> Snapshot:
         for attempt in range(1, self.LOAD_TRIES + 1):
-            snapshot = selectors.snapshot_load(now=now)
-            after, after_live = selectors.state_versions_get()
+            snapshot = snapshot_load(now=now)
+            after, after_live = state_versions_get()
             if after == version or attempt == self.LOAD_TRIES:
                 break
             version, live = after, after_live

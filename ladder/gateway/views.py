@@ -1,6 +1,6 @@
 """The gateway's JSON API (shared/contract/API.md): typed function views that parse, call one
 selector or service, and render. The resolution is the offline resolver's own document: one code
-path, selectors.snapshot_load → domain.resolve → domain.resolution_to_dict."""
+path, snapshot_load → domain.resolve → domain.resolution_to_dict."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 
 from ladder import models as m
-from ladder import selectors
 from ladder.contract import api
 from ladder.domain import (
     AutoIdError,
@@ -56,6 +55,8 @@ from ladder.gateway.inputs import (
 from ladder.gateway.schema import openapi_document
 from ladder.gateway.snapshot_cache import snapshot_cache
 from ladder.models import CONNECTION_ID_PATTERN
+from ladder.selectors.connections import credential_summaries
+from ladder.selectors.escalations import escalations_list as escalation_events
 from ladder.services import credentials
 from ladder.services.escalations import escalation_observe
 from ladder.services.failures import failure_record
@@ -225,7 +226,7 @@ def escalation_answer(event: m.EscalationEvent) -> api.Escalation:
 @api_view(methods=("GET",), scope="resolve")
 def escalations_list(request: HttpRequest) -> HttpResponse:
     query = escalations_query(dict(request.GET.lists()))
-    events = selectors.escalations_list(auto_id=query.auto_id, since=query.since, limit=query.limit)
+    events = escalation_events(auto_id=query.auto_id, since=query.since, limit=query.limit)
     return answer(api.EscalationList(escalations=tuple(escalation_answer(event) for event in events)))
 
 
@@ -370,7 +371,7 @@ def connections_list(request: HttpRequest) -> HttpResponse:
     snapshot = snapshot_cache.get(now)
     token = request_token(request)
     allowed = [c for c in snapshot.connections if token is None or token.allows_connection(c.id)]
-    summaries = selectors.credential_summaries()
+    summaries = credential_summaries()
     return answer(
         api.ConnectionList(
             connections=tuple(connection_answer(c, snapshot, summaries.get(c.id)) for c in allowed),
@@ -398,7 +399,7 @@ def connection_detail(request: HttpRequest, connection_id: str) -> HttpResponse:
                 connection_answer(
                     found,
                     snapshot,
-                    selectors.credential_summaries(connection_ids=[connection_id]).get(connection_id),
+                    credential_summaries(connection_ids=[connection_id]).get(connection_id),
                 ),
             ),
             budgets=budgets_answer(rung_budgets(snapshot.config, snapshot.spend_usd, now)),

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from ladder.domain.alerts import Condition, Decision, Episode, decide_for_rules
 from ladder.models import AlertDelivery, AlertEpisode, AlertRule
-from ladder.selectors import alert_episodes_unrecovered, alert_inputs, alert_rules_enabled
+from ladder.selectors.alerts import alert_episodes_unrecovered, alert_inputs, alert_rules_enabled
 from ladder.services.alert_delivery import enqueue_deliveries
 
 logger = logging.getLogger(__name__)

@@ -54,7 +54,7 @@ from ladder.providers import DEFAULT_TIMEOUT, get_adapter
 from ladder.providers.credentials import Credential, CredentialFileError, parse_credential_file
 from ladder.providers.tokens import RefreshFailed, RefreshRefused, redeem_refresh_token
 from ladder.security.crypto import CredentialDecryptionError, decrypt_credential, encrypt_credential
-from ladder.selectors import connection_poll_floor, credential_summary_of
+from ladder.selectors.connections import connection_poll_floor, credential_summary_of
 from ladder.services import hotstate
 from ladder.services.state import bump_state_version
 

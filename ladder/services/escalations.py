@@ -35,7 +35,7 @@ from django.db.models import F
 
 from ladder.domain.types import Resolution, Rung
 from ladder.models import EscalationEvent, EscalationState, EscalationTally
-from ladder.selectors import resolutions_key, resolutions_read
+from ladder.selectors.hotstate import resolutions_key, resolutions_read
 from ladder.services import hotstate
 
 logger = logging.getLogger(__name__)

@@ -31,13 +31,13 @@ from django.db import transaction
 from msgspec.structs import replace
 
 from ladder import models as m
-from ladder import selectors
 from ladder.domain.cooldown import quota_cooldown_until, transient_cooldown_until
 from ladder.domain.types import Failure, FailureClass, Reading, SpentWindow, Window
 from ladder.domain.windows import clamp_failure_resets, exhaust_windows
 from ladder.providers.registry import get_adapter
 from ladder.security.crypto import CredentialDecryptionError
 from ladder.security.logredact import strip_secrets
+from ladder.selectors.snapshot import readings_latest
 from ladder.services.credentials import credential_refresh_after_401
 from ladder.services.readings import log_reset_clamps, reading_record
 from ladder.services.refresh import refresh_request
@@ -117,7 +117,7 @@ def failure_record(
         latched: tuple[str, ...] = ()
         if failure.classification == "quota_exhausted":
             # The latest reading is read before anything changes: its resets are the evidence.
-            latest = selectors.readings_latest(connection_ids=[connection_id]).get(connection_id)
+            latest = readings_latest(connection_ids=[connection_id]).get(connection_id)
             exhausted, window_reset = _exhausted_reading(latest, spent, model, reset_at, observed_at)
             if len(spent) > 1 or reset_at is None:
                 # Every named window is spent: the connection is back only when the last one resets.

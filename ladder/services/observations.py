@@ -10,9 +10,9 @@ from datetime import datetime
 from msgspec.structs import replace
 
 from ladder import models as m
-from ladder import selectors
 from ladder.domain.types import Reading, Window
 from ladder.providers.registry import get_adapter
+from ladder.selectors.snapshot import readings_latest
 from ladder.services.readings import reading_record
 
 logger = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ def observation_record(
         return None
     if reading is None:
         return None
-    latest = selectors.readings_latest(connection_ids=[connection_id]).get(connection_id)
+    latest = readings_latest(connection_ids=[connection_id]).get(connection_id)
     merged = reading_merge(latest, replace(reading, source="headers"))
     stored = reading_record(connection_id=connection_id, reading=merged, now=now)
     return stored.reading

@@ -46,7 +46,7 @@ from ladder.models import (
     QuotaReading,
     QuotaWindow,
 )
-from ladder.selectors import connection_poll_floor_s
+from ladder.selectors.connections import connection_poll_floor_s
 from ladder.services.state import bump_live_version
 
 # DESIGN L5: services refuse readings dated more than this far in the future.

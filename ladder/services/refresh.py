@@ -67,7 +67,7 @@ from ladder.models import Connection, FailureEvent
 from ladder.providers import DEFAULT_TIMEOUT, ConnectionRef, FetchError, ProviderAdapter, get_adapter
 from ladder.security.crypto import CredentialDecryptionError
 from ladder.security.logredact import strip_secrets
-from ladder.selectors import connection_poll_floor_s
+from ladder.selectors.connections import connection_poll_floor_s
 from ladder.services import credentials, hotstate
 from ladder.services.credentials import credential_refresh
 from ladder.services.readings import ClaimLost, configuration_load, log_reset_clamps, reading_store

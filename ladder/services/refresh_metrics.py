@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import redis
 
-from ladder.selectors import (
+from ladder.selectors.hotstate import (
     DURATION_BUCKETS_S,
     FAILURE_OUTCOMES,
     RefreshFigures,

@@ -5,7 +5,7 @@ counters is never older than the rows it was built from:
   disabled): a cached snapshot is reloaded whole;
 - the live version, for a connection's live state (its latest reading with its latches, its
   cooldown), which gateways report at every request: the connections it stamps are re-read alone
-  (``selectors.live_state_since``) and merged into the cached snapshot.
+  (``ladder.selectors.snapshot.live_state_since``) and merged into the cached snapshot.
 
 Each counter is one row that its bump locks until commit, so writes take their numbers in commit
 order: a reader that sees number N sees every write numbered N or less."""

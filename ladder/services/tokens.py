@@ -16,7 +16,7 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Q
 
 from ladder.models import GatewayToken, connection_ids_errors
-from ladder.selectors import gateway_token_by_hash
+from ladder.selectors.tokens import gateway_token_by_hash
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import Sum
 
 from ladder import models as m
-from ladder import selectors
 from ladder.contract import api
 from ladder.domain.billing import classify_billing
 from ladder.domain.budgets import BUDGET_RUNG_NAMES, RungBudget, period_bounds, rung_budgets
@@ -39,6 +38,14 @@ from ladder.domain.types import (
     Snapshot,
 )
 from ladder.domain.windows import FUTURE_TOLERANCE_S
+from ladder.selectors.snapshot import (
+    CONNECTION_FIELDS,
+    catalog_entries,
+    configuration_get,
+    connection_from_values,
+    model_entries,
+    spend_usd,
+)
 from ladder.services.spend import spend_add
 
 MAX_EVENTS = api.MAX_EVENTS
@@ -168,8 +175,8 @@ def usage_record(
 def _current_budgets(now: datetime, config: LadderConfig | None) -> dict[Rung, RungBudget]:
     """The budgets with the spend read now; the configuration read unless given."""
     if config is None:
-        config = selectors.configuration_get().to_domain()
-    return rung_budgets(config, selectors.spend_usd(period=config.budget_period, now=now), now)
+        config = configuration_get().to_domain()
+    return rung_budgets(config, spend_usd(period=config.budget_period, now=now), now)
 
 
 def _budgets_to_json(budgets: dict[Rung, RungBudget]) -> dict[str, object]:
@@ -317,21 +324,19 @@ def _pricing_inputs(events: list[UsageInput], snapshot: Snapshot | None) -> _Pri
     wanted = {event.connection_id for event in events}
     connections: dict[str, Connection] = {}
     if snapshot is None:
-        config = selectors.configuration_get().to_domain()
+        config = configuration_get().to_domain()
         catalog: Mapping[tuple[str, str | None], CatalogEntry] = {
-            (e.provider, e.auth_type): e for e in selectors.catalog_entries()
+            (e.provider, e.auth_type): e for e in catalog_entries()
         }
-        models: Mapping[tuple[str, str], ModelEntry] = {
-            (e.provider, e.model): e for e in selectors.model_entries()
-        }
+        models: Mapping[tuple[str, str], ModelEntry] = {(e.provider, e.model): e for e in model_entries()}
     else:
         config, catalog, models = snapshot.config, snapshot.catalog_by_key, snapshot.models_by_key
         held = snapshot.connections_by_id
         connections = {cid: held[cid] for cid in wanted if cid in held}
     if missing := wanted - connections.keys():
         # Billing reads no reading: the connection's fixed fields are enough.
-        for values in m.Connection.objects.filter(pk__in=missing).values_list(*selectors.CONNECTION_FIELDS):
-            connections[values[0]] = selectors.connection_from_values(values, None, config=config)
+        for values in m.Connection.objects.filter(pk__in=missing).values_list(*CONNECTION_FIELDS):
+            connections[values[0]] = connection_from_values(values, None, config=config)
     return _PricingInputs(config=config, catalog=catalog, models=models, connections=connections)
 
 

@@ -14,8 +14,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ladder import models as m
-from ladder import selectors, tasks
+from ladder import tasks
 from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
+from ladder.selectors.snapshot import readings_latest, state_version_get
 from ladder.services import hotstate
 from ladder.services.refresh import claim_deadline, connection_refresh, connections_claim, refresh_is_pending
 from tests.dashboard.factories import editor_create, plan_setup, reading_add, user_create
@@ -242,7 +243,7 @@ def test_it_answers_without_polling_upstream_and_a_worker_run_lands_the_reading(
 
     assert result["outcomes"] == {"ok": 1}
     assert control.count("claude-oauth") == 1
-    assert set(selectors.readings_latest()) == {"c1"}
+    assert set(readings_latest()) == {"c1"}
     html = client.get(url("c1"), HTTP_HX_REQUEST="true").content.decode()
     assert 'id="refresh-pending"' not in html
     assert "source poll" in html
@@ -336,13 +337,13 @@ def test_it_sets_a_reserve_and_holds_the_plan_back_in_plain_words(client: Client
     plan_setup(remaining=15)
     client.force_login(editor_create())
     assert 'name="reserve_pct"' in client.get(url()).content.decode()
-    before = selectors.state_version_get()
+    before = state_version_get()
 
     response = client.post(reserve_url(), {"reserve_pct": "20"})
 
     assert response.status_code == 302
     assert m.Connection.objects.get(pk="plan-1").reserve_pct == 20.0
-    assert selectors.state_version_get() > before
+    assert state_version_get() > before
     html = client.get(url()).content.decode()
     assert "Reserve set: 20 % of every window is kept for your own use." in html
     assert "out of pool: held back: 20 % kept for your own use" in html

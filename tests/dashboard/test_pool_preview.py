@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from ladder import models as m
 from ladder.domain import resolution_to_dict, resolve
-from ladder.selectors import snapshot_load
+from ladder.selectors.snapshot import snapshot_load
 from tests.dashboard.factories import (
     catalog_row,
     connection_create,

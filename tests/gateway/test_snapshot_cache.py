@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from ladder import models as m
-from ladder import selectors
 from ladder.domain.types import Reading, Snapshot, Window
+from ladder.gateway import snapshot_cache
 from ladder.gateway.snapshot_cache import SnapshotCache
+from ladder.selectors.snapshot import snapshot_load, state_versions_get
 from ladder.services import bump_live_version, bump_state_version, reading_record
 from ladder.services.failures import FailureOutcome, failure_record
 from tests.gateway.conftest import make_connection
@@ -24,14 +25,14 @@ NOW = datetime(2026, 9, 15, 12, 0, tzinfo=UTC)
 def loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Each snapshot load records how many connections it saw."""
     seen: list[int] = []
-    real = selectors.snapshot_load
+    real = snapshot_load
 
     def recording(**kwargs: object) -> object:
         snapshot = real(**kwargs)  # type: ignore[arg-type]
         seen.append(len(snapshot.connections))
         return snapshot
 
-    monkeypatch.setattr(selectors, "snapshot_load", recording)
+    monkeypatch.setattr(snapshot_cache, "snapshot_load", recording)
     return seen
 
 
@@ -49,7 +50,7 @@ def test_it_reuses_the_snapshot_while_the_version_holds(loads: list[int]) -> Non
 def test_it_loads_again_when_a_write_lands_during_the_load(
     monkeypatch: pytest.MonkeyPatch, loads: list[int]
 ) -> None:
-    real_versions = selectors.state_versions_get
+    real_versions = state_versions_get
     reads: list[tuple[int, int]] = []
 
     def version_then_write() -> tuple[int, int]:
@@ -60,7 +61,7 @@ def test_it_loads_again_when_a_write_lands_during_the_load(
             bump_state_version()
         return value
 
-    monkeypatch.setattr(selectors, "state_versions_get", version_then_write)
+    monkeypatch.setattr(snapshot_cache, "state_versions_get", version_then_write)
     cache = SnapshotCache()
     snapshot = cache.get(NOW)
     assert loads == [1, 1]  # the first load was overtaken by the write: loaded again
@@ -72,7 +73,7 @@ def test_it_loads_again_when_a_write_lands_during_the_load(
 def test_it_keeps_an_overtaken_load_under_the_earlier_version(
     monkeypatch: pytest.MonkeyPatch, loads: list[int]
 ) -> None:
-    real_versions = selectors.state_versions_get
+    real_versions = state_versions_get
     reads: list[tuple[int, int]] = []
 
     def overtaken_three_times() -> tuple[int, int]:
@@ -82,7 +83,7 @@ def test_it_keeps_an_overtaken_load_under_the_earlier_version(
             bump_state_version()  # a write lands after this read, before the load's rows
         return value
 
-    monkeypatch.setattr(selectors, "state_versions_get", overtaken_three_times)
+    monkeypatch.setattr(snapshot_cache, "state_versions_get", overtaken_three_times)
     cache = SnapshotCache()
     first = cache.get(NOW)
     assert len(loads) == SnapshotCache.LOAD_TRIES  # gave up on a quiet moment after three tries
@@ -176,7 +177,7 @@ def failure(status: int, headers: dict[str, str] | None = None) -> FailureOutcom
 def assert_same_as_a_full_load(snapshot: Snapshot) -> None:
     """The merged snapshot holds exactly what a load from scratch would (every field of every
     connection: none is dropped by the merge)."""
-    loaded = selectors.snapshot_load(now=NOW)
+    loaded = snapshot_load(now=NOW)
     assert snapshot.connections == loaded.connections
     assert (snapshot.config, snapshot.models, snapshot.billing_catalog) == (
         loaded.config,

@@ -9,8 +9,8 @@ import pytest
 from django.core.management import call_command
 
 import ladder
-from ladder import selectors
 from ladder.models import BillingCatalogEntry, ModelCatalogEntry
+from ladder.selectors.snapshot import state_version_get
 from ladder.services import catalog_seed
 
 pytestmark = pytest.mark.django_db
@@ -62,13 +62,13 @@ def test_it_seeds_the_model_catalog_in_file_order(shared_dir: Path) -> None:
 
 
 def test_it_changes_nothing_on_a_second_load() -> None:
-    before = selectors.state_version_get()
+    before = state_version_get()
 
     output = load()
 
     assert "0 added, 0 updated, 17 unchanged" in output
     assert "0 added, 0 updated, 40 unchanged" in output
-    assert selectors.state_version_get() == before
+    assert state_version_get() == before
 
 
 def test_it_keeps_an_operator_edit_on_reload() -> None:
@@ -105,13 +105,13 @@ def test_it_updates_untouched_rows_to_a_new_seed(monkeypatch: pytest.MonkeyPatch
         if row["provider"] == "codex":
             row["notes"] = "revised note"
     monkeypatch.setattr(catalog_seed, "billing_seed_rows", lambda: seed)
-    before = selectors.state_version_get()
+    before = state_version_get()
 
     output = load()
 
     assert "updated: codex/oauth" in output
     assert BillingCatalogEntry.objects.get(provider="codex").notes == "revised note"
-    assert selectors.state_version_get() == before + 1
+    assert state_version_get() == before + 1
     # The updated row is seed data again: a later seed may update it again.
     assert "unchanged" in load()
 

@@ -10,7 +10,7 @@ import redis
 
 from ladder.domain.types import Empty, Exclusion, PoolEntry, Resolution, Rung
 from ladder.models import EscalationEvent, EscalationState
-from ladder.selectors import escalation_counts
+from ladder.selectors.escalations import escalation_counts
 from ladder.services import hotstate
 from ladder.services.escalations import (
     escalation_observe,

@@ -6,8 +6,8 @@ from typing import Any
 import pytest
 
 from ladder import models as m
-from ladder import selectors
 from ladder.domain.types import Reading, Window
+from ladder.selectors.snapshot import readings_latest, state_version_get
 from ladder.services.failures import failure_record
 from ladder.services.readings import reading_record
 from tests.gateway.conftest import make_connection
@@ -59,7 +59,7 @@ def rejected(window: str, reset_at: datetime | None = None) -> dict[str, str]:
 
 
 def latest_windows(connection_id: str = "c1") -> dict[str, tuple[float, bool, datetime | None]]:
-    reading = selectors.readings_latest(connection_ids=[connection_id])[connection_id]
+    reading = readings_latest(connection_ids=[connection_id])[connection_id]
     return {w.name: (w.remaining_pct, w.latched, w.reset_at) for w in reading.windows}
 
 
@@ -192,7 +192,7 @@ def test_it_never_shortens_a_running_cooldown() -> None:
 
 def test_it_disables_a_connection_whose_credential_is_refused() -> None:
     claude()
-    version = selectors.state_version_get()
+    version = state_version_get()
 
     outcome = record(status=401)
 
@@ -201,17 +201,17 @@ def test_it_disables_a_connection_whose_credential_is_refused() -> None:
     connection = m.Connection.objects.get(pk="c1")
     assert not connection.enabled
     assert connection.disabled_reason == "auth_failed"
-    assert selectors.state_version_get() > version
+    assert state_version_get() > version
 
 
 def test_it_only_stores_an_upstream_error() -> None:
     claude()
-    version = selectors.state_version_get()
+    version = state_version_get()
 
     outcome = record(status=500, body={"error": {"type": "api_error", "message": "overloaded"}})
 
     assert outcome.classification == "upstream_error"
-    assert selectors.state_version_get() == version
+    assert state_version_get() == version
     connection = m.Connection.objects.get(pk="c1")
     assert (connection.enabled, connection.cooldown_until) == (True, None)
 
@@ -287,7 +287,7 @@ def test_it_copies_the_latest_readings_overage_into_the_error_reading() -> None:
 
     record(headers=rejected("5h"))
 
-    latest = selectors.readings_latest(connection_ids=["c1"])["c1"]
+    latest = readings_latest(connection_ids=["c1"])["c1"]
     assert latest.source == "error"
     assert latest.observed_overage == "meters-to-paid"
     assert set(latest_windows()) == {"5h", "7d", "7d-opus"}
@@ -351,11 +351,11 @@ def test_it_does_not_believe_a_five_hour_window_resetting_in_2199(caplog: pytest
 @pytest.mark.parametrize("reason", ["auth_failed", "needs_reauth"])
 def test_another_401_on_a_disabled_connection_keeps_its_reason_and_reloads_nothing(reason: str) -> None:
     claude(enabled=False, disabled_reason=reason)
-    version = selectors.state_version_get()
+    version = state_version_get()
 
     outcome = record(status=401)
 
     assert outcome.classification == "auth_failed"
     row = m.Connection.objects.get(pk="c1")
     assert (row.enabled, row.disabled_reason) == (False, reason)  # needs_reauth says what to do
-    assert selectors.state_version_get() == version  # no snapshot reload in every web process
+    assert state_version_get() == version  # no snapshot reload in every web process

@@ -4,9 +4,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ladder import selectors
 from ladder.domain.types import Reading, Window
 from ladder.models import Connection
+from ladder.selectors.snapshot import readings_latest
 from ladder.services.observations import observation_record
 from ladder.services.readings import reading_record
 
@@ -44,7 +44,7 @@ def test_it_keeps_the_polled_overage_after_a_header_observation(connection: Conn
 
     assert stored is not None
     assert stored.observed_overage == "meters-to-paid"
-    latest = selectors.readings_latest(connection_ids=["c1"])["c1"]
+    latest = readings_latest(connection_ids=["c1"])["c1"]
     assert latest.observed_overage == "meters-to-paid"
     assert latest.source == "headers"
 
@@ -65,7 +65,7 @@ def test_it_keeps_a_latched_scoped_window_the_headers_do_not_carry(connection: C
 
     observation_record(connection_id="c1", headers=passive_headers(), observed_at=NOW, now=NOW)
 
-    latest = selectors.readings_latest(connection_ids=["c1"])["c1"]
+    latest = readings_latest(connection_ids=["c1"])["c1"]
     windows = {w.name: w for w in latest.windows}
     assert windows["5h"].remaining_pct == pytest.approx(70.0)
     opus = windows["7d-opus"]
@@ -89,7 +89,7 @@ def test_it_drops_a_carried_window_whose_reset_has_passed(connection: Connection
 
     observation_record(connection_id="c1", headers=passive_headers(), observed_at=NOW, now=NOW)
 
-    latest = selectors.readings_latest(connection_ids=["c1"])["c1"]
+    latest = readings_latest(connection_ids=["c1"])["c1"]
     assert [w.name for w in latest.windows] == ["5h"]
 
 

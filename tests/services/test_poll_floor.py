@@ -14,13 +14,13 @@ import httpx
 import pytest
 from django.utils import timezone
 
-from ladder import selectors
 from ladder.domain.resolve import resolve
 from ladder.domain.types import Candidate, Reading, Window
 from ladder.domain.windows import PROVIDER_POLL_FLOOR_S
 from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.models import Connection, FailureEvent
 from ladder.providers import ADAPTERS
+from ladder.selectors.snapshot import readings_latest, snapshot_load
 from ladder.services.readings import reading_record
 from ladder.services.refresh import (
     claim_deadline,
@@ -63,7 +63,7 @@ def test_it_shows_the_floor_as_the_connections_poll_interval(settings: Any) -> N
     Connection.objects.create(id="c2", provider="claude", auth_type="oauth", min_poll_interval_s=900)
     Connection.objects.create(id="k1", provider="openrouter", auth_type="apikey")
 
-    snapshot = selectors.snapshot_load()
+    snapshot = snapshot_load()
 
     assert {c.id: c.poll_interval_s for c in snapshot.connections} == {"c1": 300.0, "c2": 900.0, "k1": None}
 
@@ -116,7 +116,7 @@ def test_it_backs_off_a_429_of_the_usage_endpoint_without_taking_it_for_exhausti
         "",
         None,
     )
-    assert selectors.readings_latest(connection_ids=["c1"]) == {}
+    assert readings_latest(connection_ids=["c1"]) == {}
 
 
 def test_it_keeps_a_quiet_claude_plan_in_subscription_polling_once_per_floor(
@@ -139,7 +139,7 @@ def test_it_keeps_a_quiet_claude_plan_in_subscription_polling_once_per_floor(
         due = connections_claim_due(now=now, limit=10, lease_s=LEASE_S)
         if due:
             connections_refresh_many(due, claim_until=claim_deadline(now, LEASE_S))
-        resolution = resolve(selectors.snapshot_load(), "auto/subscription", SONNET, timezone.now())
+        resolution = resolve(snapshot_load(), "auto/subscription", SONNET, timezone.now())
         if resolution.refresh:
             refresh_connections_run(resolution.refresh, lease_s=LEASE_S)
         if clock[0] - started > timedelta(seconds=0.5):  # after the first poll has landed

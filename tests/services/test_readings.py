@@ -8,9 +8,9 @@ from django.core.exceptions import ValidationError
 from django.db import connection as connection_db
 from django.test.utils import CaptureQueriesContext
 
-from ladder import selectors
 from ladder.domain.types import Reading, Window
 from ladder.models import Connection, CredentialAccess, FailureEvent, QuotaReading, QuotaWindow
+from ladder.selectors.snapshot import live_state_since, readings_latest, state_versions_get
 from ladder.services.readings import ClaimLost, reading_record, readings_purge
 
 pytestmark = pytest.mark.django_db
@@ -78,7 +78,7 @@ def test_it_stores_the_reading_with_its_windows(connection: Connection) -> None:
         now=NOW,
     )
 
-    latest = selectors.readings_latest()["c1"]
+    latest = readings_latest()["c1"]
     assert latest == stored.reading
     assert [(w.name, w.remaining_pct, w.reset_at, w.scope_models) for w in latest.windows] == [
         ("5h", 63, reset, ()),
@@ -227,20 +227,20 @@ def test_it_never_brings_a_backed_off_poll_forward_for_a_header_reading(connecti
 
 
 def test_it_bumps_the_live_version_not_the_state_version(connection: Connection) -> None:
-    version, live = selectors.state_versions_get()
+    version, live = state_versions_get()
 
     reading_record(connection_id="c1", reading=reading(("5h", 80)), now=NOW)
 
-    assert selectors.state_versions_get() == (version, live + 1)
+    assert state_versions_get() == (version, live + 1)
     assert Connection.objects.get(pk="c1").live_seq == live + 1
-    assert set(selectors.live_state_since(live)) == {"c1"}
-    assert selectors.live_state_since(live + 1) == {}
+    assert set(live_state_since(live)) == {"c1"}
+    assert live_state_since(live + 1) == {}
 
 
 def test_it_keeps_an_older_reading_as_history_only(connection: Connection) -> None:
     reading_record(connection_id="c1", reading=reading(("5h", 30), at=NOW), now=NOW)
     scheduled = Connection.objects.get(pk="c1").next_refresh_at
-    before = selectors.state_versions_get()
+    before = state_versions_get()
 
     stored = reading_record(
         connection_id="c1", reading=reading(("5h", 90), at=NOW - timedelta(seconds=30)), now=NOW
@@ -248,9 +248,9 @@ def test_it_keeps_an_older_reading_as_history_only(connection: Connection) -> No
 
     assert not stored.is_latest
     assert QuotaReading.objects.count() == 2
-    assert selectors.readings_latest()["c1"].windows[0].remaining_pct == 30
+    assert readings_latest()["c1"].windows[0].remaining_pct == 30
     assert Connection.objects.get(pk="c1").next_refresh_at == scheduled
-    assert selectors.state_versions_get() == before
+    assert state_versions_get() == before
 
 
 def test_it_writes_only_while_holding_the_claim(connection: Connection) -> None:
@@ -355,7 +355,7 @@ def test_it_stores_each_windows_forecast_from_its_current_period(connection: Con
     # Reads only: PostgreSQL's bulk insert is an INSERT … SELECT FROM UNNEST (Django 5.2).
     reads = [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith("SELECT")]
     assert sum("ladder_quotawindow" in sql for sql in reads) == 2
-    assert selectors.readings_latest()["c1"].windows[0].exhausts_at == NOW + timedelta(hours=1)
+    assert readings_latest()["c1"].windows[0].exhausts_at == NOW + timedelta(hours=1)
 
 
 def test_a_forecast_past_the_reset_is_not_stored(connection: Connection) -> None:

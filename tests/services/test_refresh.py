@@ -15,10 +15,10 @@ from django.db import connection as db_connection
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
-from ladder import selectors
 from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.models import Connection, FailureEvent, QuotaReading
 from ladder.providers import ADAPTERS
+from ladder.selectors.snapshot import live_state_since, readings_latest, state_version_get, state_versions_get
 from ladder.services import hotstate
 from ladder.services.refresh import (
     claim_deadline,
@@ -202,11 +202,11 @@ def test_it_stores_a_polled_reading_and_releases_the_claim(
     make_connection(upstream, "c1", provider_params={"note": "kept"})
     Connection.objects.filter(pk="c1").update(poll_backoff_level=3, last_poll_error="earlier")
     until = claim("c1")
-    version, live = selectors.state_versions_get()
+    version, live = state_versions_get()
 
     assert connection_refresh(connection_id="c1", claim_until=until, client=client) == "ok"
 
-    reading = selectors.readings_latest()["c1"]
+    reading = readings_latest()["c1"]
     assert [(w.name, w.remaining_pct) for w in reading.windows] == [("5h", 63), ("7d", 78), ("7d-sonnet", 96)]
     assert reading.verifiable
     assert reading.source == "poll"
@@ -218,7 +218,7 @@ def test_it_stores_a_polled_reading_and_releases_the_claim(
     assert row.next_refresh_at is not None
     assert row.next_refresh_at > timezone.now() + timedelta(seconds=50)
     # A reading is live state: the live version moves, the snapshot's version does not.
-    assert selectors.state_versions_get() == (version, live + 1)
+    assert state_versions_get() == (version, live + 1)
     assert row.live_seq == live + 1
     assert control.count("claude-oauth", connection="c1", call="usage") == 1
 
@@ -312,7 +312,7 @@ def test_it_disables_the_connection_when_the_credential_is_refused(
 ) -> None:
     make_connection(upstream, "c1")
     control.error("claude-oauth", "token_expired", connection="c1")
-    before = selectors.state_version_get()
+    before = state_version_get()
 
     assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "auth_failed"
 
@@ -326,7 +326,7 @@ def test_it_disables_the_connection_when_the_credential_is_refused(
     assert "auth_failed" in row.last_poll_error
     assert "HTTP 401" in row.last_poll_error
     assert FailureEvent.objects.get().classification == "auth_failed"
-    assert selectors.state_version_get() == before + 1
+    assert state_version_get() == before + 1
     assert connections_claim_due(now=timezone.now(), limit=10, lease_s=LEASE_S) == []
 
 
@@ -389,7 +389,7 @@ def test_it_stores_an_unreadable_answer_as_unverifiable_never_as_a_guess(
 
     assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "unverifiable"
 
-    latest = selectors.readings_latest()["c1"]
+    latest = readings_latest()["c1"]
     assert not latest.verifiable
     assert latest.windows == ()
     assert note in latest.note
@@ -430,7 +430,7 @@ def test_it_points_adapters_at_the_upstream_override_per_kind(
     assert upstream_override("zai-glm") == f"{upstream.url}/zai-glm"
     assert connection_refresh(connection_id="z1", claim_until=claim("z1"), client=client) == "ok"
     assert control.count("zai-glm", connection=None) == 1
-    assert [w.name for w in selectors.readings_latest()["z1"].windows] == ["5h", "7d"]
+    assert [w.name for w in readings_latest()["z1"].windows] == ["5h", "7d"]
 
 
 def test_it_has_no_override_when_the_setting_is_empty(settings: Any) -> None:
@@ -462,7 +462,7 @@ def test_it_refreshes_many_connections_of_every_kind_concurrently(
     # Serial would take 36 × ≥ 0.5 s = 18 s (gemini and antigravity make two calls); at once, the
     # slowest kind's two calls (1 s) and the database writes: 2–3 s here, PostgreSQL under a full run.
     assert summary.elapsed_s < 6.0
-    latest = selectors.readings_latest()
+    latest = readings_latest()
     assert set(latest) == set(ids)
     assert all(r.verifiable for r in latest.values())
     assert not Connection.objects.filter(claimed_until__isnull=False).exists()
@@ -517,7 +517,7 @@ def test_it_keeps_going_when_some_upstreams_fail(
     summary = connections_refresh_many(claimed, claim_until=claim_deadline(now, LEASE_S))
 
     assert summary.outcomes == {"ok": 2, "transient": 1, "unverifiable": 1, "auth_failed": 1}
-    assert set(selectors.readings_latest()) == {"ok1", "ok2", "bad"}
+    assert set(readings_latest()) == {"ok1", "ok2", "bad"}
 
 
 def test_it_stamps_the_live_version_of_refreshed_connections(
@@ -525,17 +525,17 @@ def test_it_stamps_the_live_version_of_refreshed_connections(
 ) -> None:
     make_connection(upstream, "c1")
     make_connection(upstream, "c2")
-    version, live = selectors.state_versions_get()
+    version, live = state_versions_get()
     now = timezone.now()
     claimed = connections_claim_due(now=now, limit=10, lease_s=LEASE_S)
 
     connections_refresh_many(claimed, claim_until=claim_deadline(now, LEASE_S))
 
-    after, after_live = selectors.state_versions_get()
+    after, after_live = state_versions_get()
     assert after == version  # readings are live state: the snapshot is not reloaded for them
     assert live < after_live <= live + 2  # one bump per batch of outcomes written
-    live_state = selectors.live_state_since(live)
-    assert {cid: reading for cid, (_, reading) in live_state.items()} == selectors.readings_latest()
+    live_state = live_state_since(live)
+    assert {cid: reading for cid, (_, reading) in live_state.items()} == readings_latest()
 
 
 # --- refreshes asked for by resolutions ----------------------------------------------------

@@ -11,7 +11,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.models import Sum
 
 from ladder import models as m
-from ladder import selectors
+from ladder.selectors.snapshot import spend_usd
 from ladder.services.spend import spend_add
 
 pytestmark = pytest.mark.django_db
@@ -50,8 +50,8 @@ def test_it_counts_an_event_in_its_day_and_its_month() -> None:
         ("day", "2026-09-14", "premium"): Decimal("0.50"),
         ("month", "2026-09-01", "premium"): Decimal("0.50"),
     }
-    assert selectors.spend_usd(period="month", now=NOW) == {"cheap": 1.25, "premium": 0.5}
-    assert selectors.spend_usd(period="day", now=NOW) == {"cheap": 1.25, "premium": 0.0}
+    assert spend_usd(period="month", now=NOW) == {"cheap": 1.25, "premium": 0.5}
+    assert spend_usd(period="day", now=NOW) == {"cheap": 1.25, "premium": 0.0}
 
 
 def test_it_moves_an_edited_event_from_what_it_counted_to_what_it_counts() -> None:

@@ -10,8 +10,8 @@ import pytest
 from django.db import IntegrityError, connection, connections
 
 from ladder import models as m
-from ladder import selectors
 from ladder.domain.types import Rung, Snapshot
+from ladder.selectors.snapshot import snapshot_load, spend_usd
 from ladder.services.usage import UsageConflict, UsageInput, UsageInvalid, usage_record
 from tests.gateway.conftest import make_connection, set_config
 
@@ -54,8 +54,8 @@ def test_it_counts_spend_in_the_budget_period_of_the_event(key: m.Connection) ->
     result = usage_record(events=[usage("new")], now=NOW)
 
     assert result.budgets[Rung.CHEAP].spent_usd == 0.25
-    assert selectors.spend_usd(period="day", now=NOW - timedelta(days=1)) == {"cheap": 0.25, "premium": 0.0}
-    assert selectors.spend_usd(period="month", now=NOW) == {"cheap": 0.5, "premium": 0.0}
+    assert spend_usd(period="day", now=NOW - timedelta(days=1)) == {"cheap": 0.25, "premium": 0.0}
+    assert spend_usd(period="month", now=NOW) == {"cheap": 0.5, "premium": 0.0}
 
 
 def test_it_prices_a_plan_model_without_a_price_at_nothing(key: m.Connection) -> None:
@@ -153,7 +153,7 @@ def test_it_gives_up_after_repeated_races(key: m.Connection, monkeypatch: pytest
 
 
 def test_it_prices_from_the_snapshot_given(key: m.Connection) -> None:
-    snapshot = selectors.snapshot_load(now=NOW)
+    snapshot = snapshot_load(now=NOW)
     m.ModelCatalogEntry.objects.filter(provider="openai", model="gpt-5-mini").update(input_usd_per_mtok=9)
 
     result = usage_record(events=[usage()], now=NOW, snapshot=snapshot)
@@ -162,7 +162,7 @@ def test_it_prices_from_the_snapshot_given(key: m.Connection) -> None:
 
 
 def test_it_takes_the_max_event_cost_from_the_snapshots_configuration(key: m.Connection) -> None:
-    loaded = selectors.snapshot_load(now=NOW)
+    loaded = snapshot_load(now=NOW)
     snapshot = Snapshot(
         config=replace(loaded.config, max_event_cost_usd=0.1),
         billing_catalog=loaded.billing_catalog,
@@ -178,7 +178,7 @@ def test_it_takes_the_max_event_cost_from_the_snapshots_configuration(key: m.Con
 
 
 def test_it_reads_a_connection_the_snapshot_lacks_from_the_database(key: m.Connection) -> None:
-    snapshot = selectors.snapshot_load(now=NOW)
+    snapshot = snapshot_load(now=NOW)
     make_connection("late", "openai", "apikey", bump=False)
 
     result = usage_record(events=[usage("r1", connection_id="late"), usage("r2")], now=NOW, snapshot=snapshot)

@@ -73,7 +73,7 @@ class Command(BaseCommand):
         return resolution_to_dict(resolution)
 
     def _export(self, options: dict[str, Any]) -> dict[str, Any]:
-        from ladder.selectors import snapshot_load
+        from ladder.selectors.snapshot import snapshot_load
 
         try:
             now = parse_time(options["now"], "--now") if options["now"] is not None else datetime.now(UTC)

@@ -11,7 +11,7 @@ import pytest
 
 from ladder import models as m
 from ladder.domain.types import Reading, Window
-from ladder.selectors import (
+from ladder.selectors.alerts import (
     alert_delivery_figures,
     alert_episode_open_counts,
     alert_episodes_unrecovered,

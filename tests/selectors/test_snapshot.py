@@ -6,7 +6,6 @@ from decimal import Decimal
 import pytest
 from pytest_django import DjangoAssertNumQueries
 
-from ladder import selectors
 from ladder.models import (
     Connection,
     LadderConfiguration,
@@ -14,6 +13,14 @@ from ladder.models import (
     QuotaReading,
     QuotaWindow,
     UsageEvent,
+)
+from ladder.selectors.snapshot import (
+    catalog_uncurated_kinds,
+    live_state_since,
+    readings_latest,
+    snapshot_load,
+    state_version_get,
+    state_versions_get,
 )
 
 pytestmark = pytest.mark.django_db
@@ -58,7 +65,7 @@ def test_it_builds_the_snapshot_from_the_rows() -> None:
         latched=True,
     )
 
-    snapshot = selectors.snapshot_load(now=NOW)
+    snapshot = snapshot_load(now=NOW)
 
     assert snapshot.config.exit_cutoff_pct == 3.0
     assert dict(snapshot.config.rung_budget_usd) == {"cheap": 5.0}
@@ -82,7 +89,7 @@ def test_it_builds_the_snapshot_from_the_rows() -> None:
 
 
 def test_it_loads_the_seeded_catalogs_in_order() -> None:
-    snapshot = selectors.snapshot_load(now=NOW)
+    snapshot = snapshot_load(now=NOW)
 
     assert len(snapshot.billing_catalog) == 17
     assert snapshot.catalog_by_key[("claude", "oauth")].billing == "subscription"
@@ -96,7 +103,7 @@ def test_it_loads_the_seeded_catalogs_in_order() -> None:
 def test_it_follows_the_model_catalog_position() -> None:
     ModelCatalogEntry.objects.filter(provider="claude", model="claude-haiku-4-5").update(position=-1)
 
-    snapshot = selectors.snapshot_load(now=NOW)
+    snapshot = snapshot_load(now=NOW)
 
     assert snapshot.models[0].model == "claude-haiku-4-5"
 
@@ -109,7 +116,7 @@ def test_it_takes_a_constant_number_of_queries(
     make_connections(count)
 
     with django_assert_max_num_queries(SNAPSHOT_QUERIES):
-        snapshot = selectors.snapshot_load(now=NOW)
+        snapshot = snapshot_load(now=NOW)
 
     assert len(snapshot.connections) == count
     assert all(
@@ -118,7 +125,7 @@ def test_it_takes_a_constant_number_of_queries(
 
 
 def test_it_reads_the_defaults_without_writing_a_configuration() -> None:
-    snapshot = selectors.snapshot_load(now=NOW)
+    snapshot = snapshot_load(now=NOW)
 
     assert snapshot.config.max_reading_age_s == 180.0
     assert not LadderConfiguration.objects.exists()
@@ -145,13 +152,13 @@ def test_it_sums_the_spend_of_the_current_budget_period(period: str, expected_ch
             request_id=request_id, budget_rung=rung, cost_usd=Decimal(cost), occurred_at=occurred_at
         )
 
-    snapshot = selectors.snapshot_load(now=NOW)
+    snapshot = snapshot_load(now=NOW)
 
     assert snapshot.spend_usd == {"cheap": pytest.approx(expected_cheap), "premium": 0.25}
 
 
 def test_it_reports_zero_spend_when_there_is_none() -> None:
-    assert selectors.snapshot_load(now=NOW).spend_usd == {"cheap": 0.0, "premium": 0.0}
+    assert snapshot_load(now=NOW).spend_usd == {"cheap": 0.0, "premium": 0.0}
 
 
 def test_it_lists_uncurated_connection_kinds() -> None:
@@ -161,18 +168,18 @@ def test_it_lists_uncurated_connection_kinds() -> None:
     Connection.objects.create(id="c1", provider="claude", auth_type="oauth")
     Connection.objects.create(id="c2", provider="claude", auth_type="cookie")
 
-    kinds = selectors.catalog_uncurated_kinds(snapshot=selectors.snapshot_load(now=NOW))
+    kinds = catalog_uncurated_kinds(snapshot=snapshot_load(now=NOW))
 
     assert kinds == [("claude", "cookie"), ("qwen", "oauth")]  # connection order: position, id
 
 
 def test_it_reads_the_state_version() -> None:
-    assert selectors.state_version_get() == 0
+    assert state_version_get() == 0
 
 
 def test_it_reads_both_versions_in_one_query(django_assert_num_queries: DjangoAssertNumQueries) -> None:
     with django_assert_num_queries(1):
-        assert selectors.state_versions_get() == (0, 0)
+        assert state_versions_get() == (0, 0)
 
 
 @pytest.mark.parametrize("count", [5, 50])
@@ -185,9 +192,9 @@ def test_it_reads_the_live_state_of_stamped_connections_in_one_query(
     Connection.objects.filter(id="c002").update(live_seq=7)  # stamped before: already read
 
     with django_assert_num_queries(1):
-        live = selectors.live_state_since(7)
+        live = live_state_since(7)
 
-    latest = selectors.readings_latest()
+    latest = readings_latest()
     assert live == {
         "bare": (None, None),
         "c001": (NOW, latest["c001"]),

@@ -1,0 +1,1 @@
+"""Reads: rows → the domain's values and the pages' figures. A read never writes."""

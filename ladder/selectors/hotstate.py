@@ -1,0 +1,145 @@
+"""Redis: the counters services keep there (ladder.services.escalations, refresh_metrics).
+
+Never read to resolve a pool: /metrics reads them here. The client is shared with the services
+that write (ladder.services.hotstate). Every call times out fast (LADDER_HOTSTATE_TIMEOUT_S) and, after
+a failure, Redis is left alone for OUTAGE_BACKOFF_S, so that an outage costs one timeout, not one per
+request."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+import redis
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+
+OUTAGE_BACKOFF_S = 5.0
+_redis_clients: dict[str, redis.Redis] = {}
+_redis_clients_lock = threading.Lock()
+_redis_down_until: dict[str, float] = {}  # Redis URL → monotonic time before which it is left alone
+
+
+class HotStateUnavailable(Exception):
+    """Redis did not answer in time (or recently failed); the caller does without it."""
+
+
+def redis_url() -> str:
+    return str(settings.LADDER_HOTSTATE_REDIS_URL or settings.REDIS_URL)
+
+
+def redis_key_prefix() -> str:
+    return str(settings.LADDER_HOTSTATE_PREFIX)
+
+
+def redis_client() -> redis.Redis:
+    """A Redis client (one per URL, thread-safe), with LADDER_HOTSTATE_TIMEOUT_S timeouts.
+
+    Raises HotStateUnavailable while a recent failure is being waited out."""
+    url = redis_url()
+    if time.monotonic() < _redis_down_until.get(url, 0.0):
+        raise HotStateUnavailable(f"Redis at {url} failed recently; waiting before trying again")
+    timeout_s = float(settings.LADDER_HOTSTATE_TIMEOUT_S)
+    with _redis_clients_lock:
+        found = _redis_clients.get(url)
+        if found is None:
+            found = redis.Redis.from_url(
+                url,
+                socket_timeout=timeout_s,
+                socket_connect_timeout=timeout_s,
+                retry_on_timeout=False,
+                health_check_interval=30,
+            )
+            _redis_clients[url] = found
+    return found
+
+
+def redis_mark_down(exc: BaseException) -> None:
+    _redis_down_until[redis_url()] = time.monotonic() + OUTAGE_BACKOFF_S
+    logger.warning("Redis at %s unavailable (%s); doing without it", redis_url(), exc)
+
+
+def redis_mark_up() -> None:
+    """Forget recorded outages (tests, or after an operator restarted Redis)."""
+    _redis_down_until.clear()
+
+
+def _redis_hash(key: str) -> dict[str, str]:
+    """A Redis hash, decoded. Raises HotStateUnavailable when Redis is away."""
+    try:
+        raw = redis_client().hgetall(key)
+    except HotStateUnavailable:
+        raise
+    except (redis.RedisError, OSError) as exc:
+        redis_mark_down(exc)
+        raise HotStateUnavailable(str(exc)) from exc
+    return {
+        (name.decode() if isinstance(name, bytes) else str(name)): (
+            value.decode() if isinstance(value, bytes) else str(value)
+        )
+        for name, value in raw.items()
+    }
+
+
+def resolutions_key() -> str:
+    return f"{redis_key_prefix()}:metrics:resolutions"
+
+
+def resolutions_read() -> dict[tuple[str, str], int]:
+    """(grouping, outcome) → gateway resolutions counted so far (``ladder_resolutions_total``,
+    counted by the escalation log). Raises HotStateUnavailable when Redis is away."""
+    counts: dict[tuple[str, str], int] = {}
+    for name, value in _redis_hash(resolutions_key()).items():
+        grouping, _, outcome = name.partition(":")
+        try:
+            counts[(grouping, outcome)] = int(value)
+        except ValueError:
+            logger.warning("escalation log: unreadable resolutions counter %r ignored", name)
+    return counts
+
+
+DURATION_BUCKETS_S: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+FAILURE_OUTCOMES: tuple[str, ...] = ("unverifiable", "rate_limited", "auth_failed", "transient", "failed")
+
+
+def refresh_metrics_key() -> str:
+    return f"{redis_key_prefix()}:metrics:refresh"
+
+
+@dataclass
+class ProviderDurations:
+    buckets: list[int] = field(default_factory=lambda: [0] * (len(DURATION_BUCKETS_S) + 1))
+    sum_s: float = 0.0
+    count: int = 0
+
+
+@dataclass
+class RefreshFigures:
+    polls: dict[tuple[str, str], int] = field(default_factory=dict)  # (provider, outcome) → polls
+    durations: dict[str, ProviderDurations] = field(default_factory=dict)
+
+
+def refresh_metrics_read() -> RefreshFigures:
+    """The refresh figures the workers keep (ladder.services.refresh_metrics describes the hash).
+    Raises HotStateUnavailable when Redis is away."""
+    figures = RefreshFigures()
+    for name, value in _redis_hash(refresh_metrics_key()).items():
+        kind, _, rest = name.partition("|")
+        try:
+            if kind == "polls":
+                provider, _, outcome = rest.rpartition("|")
+                figures.polls[(provider, outcome)] = int(value)
+            elif kind == "bucket":
+                provider, _, index = rest.rpartition("|")
+                figures.durations.setdefault(provider, ProviderDurations()).buckets[int(index)] += int(value)
+            elif kind == "sum":
+                figures.durations.setdefault(rest, ProviderDurations()).sum_s = float(value)
+            elif kind == "count":
+                figures.durations.setdefault(rest, ProviderDurations()).count = int(value)
+        except (ValueError, IndexError):
+            logger.warning("refresh metrics: unreadable field %r ignored", name)
+    return figures

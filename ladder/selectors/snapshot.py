@@ -1,0 +1,285 @@
+"""The whole state a resolution reads, as the domain's immutable snapshot, in a constant number of queries."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Collection, Mapping
+from datetime import datetime
+from typing import Any, cast
+
+import msgspec
+from django.db import connection as db_connection
+from django.db.models import F, OuterRef, Subquery
+from django.utils import timezone
+
+from ladder import models as m
+from ladder.domain.billing import catalog_row_for
+from ladder.domain.budgets import period_bounds
+from ladder.domain.types import (
+    BUDGET_RUNGS,
+    Billing,
+    BudgetPeriod,
+    CatalogEntry,
+    Connection,
+    LadderConfig,
+    ModelEntry,
+    Overage,
+    Reading,
+    Snapshot,
+    Source,
+    Window,
+)
+from ladder.domain.windows import effective_poll_interval_s
+from ladder.selectors.connections import connection_poll_floor_s
+from ladder.selectors.sql import aware, json_list, sql_rows
+
+logger = logging.getLogger(__name__)
+
+
+def snapshot_load(*, now: datetime | None = None) -> Snapshot:
+    """The whole state a resolution reads. `now` only picks the budget period of the spend.
+
+    Rows are read as values, not model instances: this runs after every write of the state version,
+    over every connection (the gateway's cache then keeps it: ladder.gateway.snapshot_cache)."""
+    now = now or timezone.now()
+    config = configuration_get().to_domain()
+    readings = readings_latest()
+    connections = tuple(
+        connection_from_values(values, readings.get(values[0]), config=config)
+        for values in m.Connection.objects.order_by("position", "id").values_list(*CONNECTION_FIELDS)
+    )
+    return Snapshot(
+        config=config,
+        billing_catalog=catalog_entries(),
+        models=model_entries(),
+        connections=connections,
+        spend_usd=spend_usd(period=config.budget_period, now=now),
+    )
+
+
+def configuration_get() -> m.LadderConfiguration:
+    """The stored configuration, or the settings' defaults when none is stored (a read never writes)."""
+    return m.LadderConfiguration.objects.filter(pk=1).first() or m.LadderConfiguration.from_settings()
+
+
+def state_version_get() -> int:
+    return state_versions_get()[0]
+
+
+def state_versions_get() -> tuple[int, int]:
+    """The state version and the live version (models.StateVersion), in one query."""
+    rows = sql_rows("versions")
+    return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
+
+
+# --- live state: what gateways' reports change at every request ----------------------------------
+# A connection's latest reading (with its latches) and its cooldown. Writers stamp the connection
+# with the live version they bump (services.bump_live_version); a cached snapshot re-reads the
+# connections stamped after it, in one query, and merges them in (snapshot_with_live).
+
+LiveState = tuple["datetime | None", "Reading | None"]  # (cooldown_until, latest reading)
+
+
+def live_state_since(live: int) -> dict[str, LiveState]:
+    """Connection id → (cooldown_until, latest reading) of the connections whose live state was
+    written after live version ``live``. One query, whatever the number of connections."""
+    heads: dict[str, tuple[Any, ...]] = {}
+    windows: dict[str, list[Window]] = defaultdict(list)
+    for row in sql_rows("live", [live]):
+        cid = row[0]
+        if cid not in heads:
+            heads[cid] = row[1:8]
+        name, remaining_pct, reset_at, scope_models, latched, exhausts_at = row[8:]
+        if name is not None:
+            windows[cid].append(
+                Window(
+                    name=name,
+                    remaining_pct=float(remaining_pct),
+                    reset_at=aware(reset_at),
+                    scope_models=json_list(scope_models),
+                    latched=bool(latched),
+                    exhausts_at=aware(exhausts_at),
+                )
+            )
+    found: dict[str, LiveState] = {}
+    for cid, (cooldown_until, reading_id, fetched_at, source, verifiable, overage, note) in heads.items():
+        reading = None
+        if reading_id is not None:
+            reading = Reading(
+                fetched_at=aware(fetched_at) or fetched_at,
+                windows=tuple(windows.get(cid, ())),
+                source=cast(Source, source),
+                verifiable=bool(verifiable),
+                observed_overage=cast("Overage | None", overage),
+                note=note,
+            )
+        found[cid] = (aware(cooldown_until), reading)
+    return found
+
+
+def snapshot_with_live(snapshot: Snapshot, live: Mapping[str, LiveState]) -> Snapshot:
+    """The snapshot with these connections' live state replaced (ids it does not hold are left out;
+    the snapshot cache loads the whole state again for those). A new snapshot, with a memo of its own."""
+    if not any(cid in snapshot.connections_by_id for cid in live):
+        return snapshot
+    connections = tuple(
+        c if c.id not in live else connection_with_live(c, *live[c.id]) for c in snapshot.connections
+    )
+    return Snapshot(
+        snapshot.config, snapshot.billing_catalog, snapshot.models, connections, snapshot.spend_usd
+    )
+
+
+def connection_with_live(
+    connection: Connection, cooldown_until: datetime | None, reading: Reading | None
+) -> Connection:
+    """The connection with its live state replaced; every other field kept as it is."""
+    return msgspec.structs.replace(connection, cooldown_until=cooldown_until, reading=reading)
+
+
+def catalog_entries() -> tuple[CatalogEntry, ...]:
+    rows = m.BillingCatalogEntry.objects.order_by("provider", F("auth_type").asc(nulls_first=True), "id")
+    return tuple(
+        CatalogEntry(
+            provider=row.provider,
+            auth_type=row.auth_type,
+            billing=cast(Billing, row.billing),
+            overage=cast(Overage, row.overage),
+            source_url=row.source_url,
+            notes=row.notes,
+            reviewed_at=row.reviewed_at,
+        )
+        for row in rows
+    )
+
+
+def model_entries() -> tuple[ModelEntry, ...]:
+    rows = m.ModelCatalogEntry.objects.order_by("position", "id").values_list(
+        "provider", "model", "input_usd_per_mtok", "output_usd_per_mtok", "free", "categories"
+    )
+    return tuple(
+        ModelEntry(
+            provider=provider,
+            model=model,
+            input_usd_per_mtok=None if input_usd is None else float(input_usd),
+            output_usd_per_mtok=None if output_usd is None else float(output_usd),
+            free=free,
+            categories=tuple(categories or ()),
+        )
+        for provider, model, input_usd, output_usd, free, categories in rows
+    )
+
+
+def readings_latest(*, connection_ids: Collection[str] | None = None) -> dict[str, Reading]:
+    """Connection id → its latest reading (greatest fetched_at, then id), windows included. Two queries."""
+    latest_id = (
+        m.QuotaReading.objects.filter(connection_id=OuterRef("pk"))
+        .order_by("-fetched_at", "-id")
+        .values("id")[:1]
+    )
+    connections = m.Connection.objects.all()
+    if connection_ids is not None:
+        connections = connections.filter(pk__in=list(connection_ids))
+    latest_ids = (
+        connections.annotate(latest_id=Subquery(latest_id))
+        .filter(latest_id__isnull=False)
+        .values("latest_id")
+    )
+    windows: dict[int, list[Window]] = defaultdict(list)
+    window_rows = (
+        m.QuotaWindow.objects.filter(reading_id__in=latest_ids)
+        .order_by("reading_id", "position", "id")
+        .values_list(
+            "reading_id", "name", "remaining_pct", "reset_at", "scope_models", "latched", "exhausts_at"
+        )
+    )
+    for reading_id, name, remaining_pct, reset_at, scope_models, latched, exhausts_at in window_rows:
+        windows[reading_id].append(
+            Window(
+                name=name,
+                remaining_pct=remaining_pct,
+                reset_at=reset_at,
+                scope_models=tuple(scope_models or ()),
+                latched=latched,
+                exhausts_at=exhausts_at,
+            )
+        )
+    reading_rows = m.QuotaReading.objects.filter(id__in=latest_ids).values_list(
+        "id", "connection_id", "fetched_at", "source", "verifiable", "observed_overage", "note"
+    )
+    return {
+        connection_id: Reading(
+            fetched_at=fetched_at,
+            windows=tuple(windows[reading_id]),
+            source=cast(Source, source),
+            verifiable=verifiable,
+            observed_overage=cast("Overage | None", observed_overage),
+            note=note,
+        )
+        for reading_id, connection_id, fetched_at, source, verifiable, observed_overage, note in reading_rows
+    }
+
+
+# The fields of a connection that the domain reads, in connection_from_values' order.
+CONNECTION_FIELDS = (
+    "id",
+    "provider",
+    "auth_type",
+    "keyless",
+    "enabled",
+    "disabled_reason",
+    "base_url",
+    "cooldown_until",
+    "overage_override",
+    "models",
+    "min_poll_interval_s",
+    "reserve_pct",
+)
+
+
+def connection_from_values(
+    values: tuple[Any, ...], reading: Reading | None, *, config: LadderConfig
+) -> Connection:
+    """A row of `values_list(*CONNECTION_FIELDS)` as the domain's connection."""
+    cid, provider, auth_type, keyless, enabled = values[:5]
+    disabled_reason, base_url, cooldown_until, override, models, min_poll_interval_s, reserve_pct = values[5:]
+    return Connection(
+        id=cid,
+        provider=provider,
+        auth_type=auth_type,
+        keyless=keyless,
+        enabled=enabled,
+        disabled_reason=disabled_reason,
+        base_url=base_url,
+        cooldown_until=cooldown_until,
+        overage_override=cast("Overage | None", override),
+        models=None if models is None else tuple(models),
+        reading=reading,
+        poll_interval_s=effective_poll_interval_s(
+            config.refresh_interval_s, connection_poll_floor_s(provider, min_poll_interval_s)
+        ),
+        reserve_pct=reserve_pct,
+    )
+
+
+def spend_usd(*, period: BudgetPeriod, now: datetime) -> dict[str, float]:
+    """USD spent per budget rung in the budget period containing now; every budget rung present ($0 when
+    none). One query on the spend counters (services.spend), whatever the volume of usage."""
+    start, _ = period_bounds(now, period)
+    spend = dict.fromkeys(BUDGET_RUNGS, 0.0)
+    for rung, spent in sql_rows("spend", [period, db_connection.ops.adapt_datetimefield_value(start)]):
+        spend[rung] = float(spent)
+    return spend
+
+
+def catalog_uncurated_kinds(*, snapshot: Snapshot) -> list[tuple[str, str | None]]:
+    """(provider, auth_type) of non-keyless connections that no catalog row covers, first-seen order."""
+    seen: list[tuple[str, str | None]] = []
+    for connection in snapshot.connections:
+        kind = (connection.provider, connection.auth_type)
+        if connection.keyless or kind in seen:
+            continue
+        if catalog_row_for(snapshot.catalog_by_key, connection.provider, connection.auth_type) is None:
+            seen.append(kind)
+    return seen
