@@ -2,26 +2,19 @@
 
 Never read to resolve a pool: /metrics reads them here. The client is shared with the services
 that write (ladder.services.hotstate). Every call times out fast (LADDER_HOTSTATE_TIMEOUT_S) and, after
-a failure, Redis is left alone for OUTAGE_BACKOFF_S, so that an outage costs one timeout, not one per
-request."""
+a failure, Redis is left alone for a while (ladder.security.redis_breaker)."""
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from dataclasses import dataclass, field
 
 import redis
 from django.conf import settings
 
+from ladder.security.redis_breaker import REDIS_FAULTS, redis_client_for, redis_down, redis_failed
+
 logger = logging.getLogger(__name__)
-
-
-OUTAGE_BACKOFF_S = 5.0
-_redis_clients: dict[str, redis.Redis] = {}
-_redis_clients_lock = threading.Lock()
-_redis_down_until: dict[str, float] = {}  # Redis URL → monotonic time before which it is left alone
 
 
 class HotStateUnavailable(Exception):
@@ -37,35 +30,17 @@ def redis_key_prefix() -> str:
 
 
 def redis_client() -> redis.Redis:
-    """A Redis client (one per URL, thread-safe), with LADDER_HOTSTATE_TIMEOUT_S timeouts.
-
-    Raises HotStateUnavailable while a recent failure is being waited out."""
+    """A Redis client with LADDER_HOTSTATE_TIMEOUT_S timeouts. Raises HotStateUnavailable while a
+    recent failure is being waited out."""
     url = redis_url()
-    if time.monotonic() < _redis_down_until.get(url, 0.0):
+    if redis_down(url):
         raise HotStateUnavailable(f"Redis at {url} failed recently; waiting before trying again")
-    timeout_s = float(settings.LADDER_HOTSTATE_TIMEOUT_S)
-    with _redis_clients_lock:
-        found = _redis_clients.get(url)
-        if found is None:
-            found = redis.Redis.from_url(
-                url,
-                socket_timeout=timeout_s,
-                socket_connect_timeout=timeout_s,
-                retry_on_timeout=False,
-                health_check_interval=30,
-            )
-            _redis_clients[url] = found
-    return found
+    return redis_client_for(url, timeout_s=float(settings.LADDER_HOTSTATE_TIMEOUT_S))
 
 
 def redis_mark_down(exc: BaseException) -> None:
-    _redis_down_until[redis_url()] = time.monotonic() + OUTAGE_BACKOFF_S
+    redis_failed(redis_url())
     logger.warning("Redis at %s unavailable (%s); doing without it", redis_url(), exc)
-
-
-def redis_mark_up() -> None:
-    """Forget recorded outages (tests, or after an operator restarted Redis)."""
-    _redis_down_until.clear()
 
 
 def _redis_hash(key: str) -> dict[str, str]:
@@ -74,7 +49,7 @@ def _redis_hash(key: str) -> dict[str, str]:
         raw = redis_client().hgetall(key)
     except HotStateUnavailable:
         raise
-    except (redis.RedisError, OSError) as exc:
+    except REDIS_FAULTS as exc:
         redis_mark_down(exc)
         raise HotStateUnavailable(str(exc)) from exc
     return {

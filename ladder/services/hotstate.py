@@ -3,10 +3,10 @@ logs that live there (the escalation log, the resolution and refresh counters, r
 flight); and the record of the last beat tick, which lives in the database (``/readyz`` reads it).
 
 The database is the source of truth; nothing here is read to resolve a pool (a resolution reads the
-live state from the database: ``ladder.selectors.snapshot.live_state_since``). The client is the selectors' (whose
-``/metrics`` reads need it too): every call times out fast (``LADDER_HOTSTATE_TIMEOUT_S``, 0.5 s)
-and, after a failure, Redis is left alone for ``ladder.selectors.hotstate.OUTAGE_BACKOFF_S`` so that an outage
-costs one timeout, not one per request.
+live state from the database: ``ladder.selectors.snapshot.live_state_since``). The client is the
+selectors' (whose ``/metrics`` reads need it too): every call times out fast
+(``LADDER_HOTSTATE_TIMEOUT_S``, 0.5 s) and, after a failure, Redis is left alone for a while
+(``ladder.security.redis_breaker``) so that an outage costs one timeout, not one per request.
 
 Keys (``LADDER_HOTSTATE_PREFIX``, default ``ladder:hot``) are named by the modules that use them.
 """
@@ -19,12 +19,12 @@ from datetime import datetime
 from django.utils import timezone
 
 from ladder import models as m
+from ladder.security.redis_breaker import redis_forget_outages
 from ladder.selectors.hotstate import (
     HotStateUnavailable,
     redis_client,
     redis_key_prefix,
     redis_mark_down,
-    redis_mark_up,
     redis_url,
 )
 
@@ -36,7 +36,7 @@ BEAT_HEARTBEAT = "beat"
 client = redis_client
 key_prefix = redis_key_prefix
 mark_down = redis_mark_down
-mark_up = redis_mark_up
+mark_up = redis_forget_outages
 redis_url = redis_url
 
 __all__ = ["HotStateUnavailable", "beat_record", "client", "key_prefix", "mark_down", "mark_up", "redis_url"]
