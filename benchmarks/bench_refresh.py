@@ -69,7 +69,7 @@ def main() -> int:
             "CELERY_BROKER_URL": redis_url,
             "CELERY_TASK_DEFAULT_QUEUE": queue,
             "LADDER_HOTSTATE_PREFIX": prefix,
-            "CACHE_KEY_PREFIX": prefix,
+            "LADDER_RATELIMIT_PREFIX": f"{prefix}:ratelimit",
             "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
             "PYTHONUNBUFFERED": "1",
         }

@@ -31,8 +31,8 @@ def bench_database(env: MutableMapping[str, str], stack: ExitStack, tmp: Path, r
 
 
 def production_env(name: str, run_id: str, settings: str = "omniroute.settings") -> dict[str, str]:
-    """The environment of a ladder served as in production (DEBUG off, a fresh key), its cache and
-    hot-state keys apart from any other run's."""
+    """The environment of a ladder served as in production (DEBUG off, a fresh key), its rate-limit
+    and hot-state keys apart from any other run's."""
     return {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": settings,
@@ -40,7 +40,7 @@ def production_env(name: str, run_id: str, settings: str = "omniroute.settings")
         "SECRET_KEY": secrets.token_urlsafe(50),
         "ALLOWED_HOSTS": "127.0.0.1",
         "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
-        "CACHE_KEY_PREFIX": f"{name}:{run_id}",
+        "LADDER_RATELIMIT_PREFIX": f"{name}:{run_id}:ratelimit",
         "LADDER_HOTSTATE_PREFIX": f"{name}:{run_id}:hot",
         "PYTHONUNBUFFERED": "1",
     }

@@ -79,7 +79,7 @@ def run(duration_s: float, lifetime_s: float) -> int:
                 "DJANGO_SETTINGS_MODULE": "omniroute.settings",
                 "LADDER_CREDENTIAL_KEY": Fernet.generate_key().decode(),
                 "LADDER_HOTSTATE_PREFIX": f"soak:{run_id}",
-                "CACHE_KEY_PREFIX": f"soak:{run_id}",
+                "LADDER_RATELIMIT_PREFIX": f"soak:{run_id}:ratelimit",
                 "LOG_LEVEL": os.environ.get("SOAK_LOG_LEVEL", "ERROR"),
                 "LADDER_REFRESH_INTERVAL_S": "1",
                 "LADDER_CREDENTIAL_LEASE_S": "10",

@@ -227,15 +227,6 @@ LOGIN_URL = "admin:login"
 
 REDIS_URL = os.getenv("REDIS_URL", "redis://127.0.0.1:6379/0")
 
-CACHES = {
-    "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": REDIS_URL,
-        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
-        "KEY_PREFIX": os.getenv("CACHE_KEY_PREFIX", "ladder"),
-    }
-}
-
 CELERY_BROKER_URL = os.getenv("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", "false")
@@ -264,6 +255,7 @@ LADDER_DEFAULTS = {
 # rate_limited. Generous: a gateway at full load reports once per upstream request (the load test sent
 # 4,674 reports a minute on two cores), and the limit is there to stop a runaway or hostile reporter.
 LADDER_REPORT_RATE_PER_MIN = envint("LADDER_REPORT_RATE_PER_MIN", "30000")
+# Where the rate limits (reports, credential calls, failed logins) count in REDIS_URL.
 LADDER_RATELIMIT_PREFIX = os.getenv("LADDER_RATELIMIT_PREFIX", "ladder:ratelimit")
 
 # Base URL override for every provider adapter (the local fake upstream in tests and the demo).

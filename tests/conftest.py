@@ -48,6 +48,7 @@ def examples(default: int, *, nightly: int = NIGHTLY_EXAMPLES) -> int:
 def _credential_key(settings: pytest.FixtureRequest) -> None:
     settings.LADDER_CREDENTIAL_KEY = TEST_CREDENTIAL_KEY  # type: ignore[attr-defined]
     settings.LADDER_HOTSTATE_PREFIX = TEST_HOTSTATE_PREFIX  # type: ignore[attr-defined]
+    settings.LADDER_RATELIMIT_PREFIX = f"{TEST_HOTSTATE_PREFIX}:ratelimit"  # type: ignore[attr-defined]
     # The adapters' poll floors (Claude: 300 s) are lifted: most tests poll a Claude connection
     # several times a minute. Tests of the floors set their own (DESIGN L5).
     settings.LADDER_POLL_FLOOR_S = NO_POLL_FLOORS  # type: ignore[attr-defined]

@@ -34,7 +34,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
-import redis
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import OperationalError, transaction
@@ -54,8 +53,8 @@ from ladder.providers import DEFAULT_TIMEOUT, get_adapter
 from ladder.providers.credentials import Credential, CredentialFileError, parse_credential_file
 from ladder.providers.tokens import RefreshFailed, RefreshRefused, redeem_refresh_token
 from ladder.security.crypto import CredentialDecryptionError, decrypt_credential, encrypt_credential
+from ladder.security.ratelimit import rate_limit_hit
 from ladder.selectors.connections import connection_poll_floor, credential_summary_of
-from ladder.services import hotstate
 from ladder.services.state import bump_state_version
 
 logger = logging.getLogger(__name__)
@@ -553,26 +552,11 @@ def credential_access_record(*, connection_id: str, token_name: str, action: str
 
 
 def credential_rate_check(*, token_id: int, now: datetime) -> None:
-    """At most LADDER_CREDENTIALS_RATE_PER_MIN fetches and pushes per gateway token and minute (a
-    Redis counter per token and minute); 429 past it. Redis unavailable: not limited (logged)."""
+    """At most LADDER_CREDENTIALS_RATE_PER_MIN fetches and pushes per gateway token and minute
+    (ladder.security.ratelimit); 429 past it. Redis unavailable: not limited (logged)."""
     limit = int(settings.LADDER_CREDENTIALS_RATE_PER_MIN)
-    if limit <= 0:
-        return
-    minute = int(now.timestamp() // 60)
-    key = f"{hotstate.key_prefix()}:credential_rate:{token_id}:{minute}"
-    try:
-        pipe = hotstate.client().pipeline(transaction=False)
-        pipe.incr(key)
-        pipe.expire(key, 120)
-        count = int(pipe.execute()[0])
-    except hotstate.HotStateUnavailable:
-        return
-    except (redis.RedisError, OSError) as exc:
-        hotstate.mark_down(exc)
-        logger.warning("credential rate limit not applied: Redis unavailable (%s)", exc)
-        return
-    if count > limit:
-        wait_s = max(1, 60 - int(now.timestamp()) % 60)
+    wait_s = rate_limit_hit(key=f"credential:{token_id}", limit=limit)
+    if wait_s is not None:
         raise CredentialUnavailable(
             429,
             "rate_limited",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -199,9 +200,10 @@ def test_it_needs_the_credentials_scope(
 
 
 def test_it_is_rate_limited_per_token(
-    creds: Api, upstream: FakeUpstream, control: FakeUpstreamControl, settings: Any, hot: Any
+    creds: Api, upstream: FakeUpstream, control: FakeUpstreamControl, settings: Any
 ) -> None:
     settings.LADDER_CREDENTIALS_RATE_PER_MIN = 3
+    settings.LADDER_RATELIMIT_PREFIX = f"test-credential-rate:{uuid.uuid4().hex}"  # counts of its own
     ladder_owned(upstream, control, "c1", 3600)
 
     statuses = [creds.get(url("c1")).status_code for _ in range(4)]

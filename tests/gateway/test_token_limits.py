@@ -14,7 +14,7 @@ import pytest
 
 from ladder import models as m
 from ladder.domain.timefmt import format_utc
-from ladder.security import ratelimit
+from ladder.security.redis_breaker import redis_forget_outages
 from ladder.services.tokens import gateway_token_create
 from tests.gateway.conftest import NOW, Api, Clock, assert_error, assert_schema, make_connection, set_config
 
@@ -57,9 +57,9 @@ def limited(client: Any) -> Api:
 @pytest.fixture(autouse=True)
 def _own_rate_limit_keys(settings: Any) -> Iterator[None]:
     settings.LADDER_RATELIMIT_PREFIX = f"ladder:test-ratelimit:{uuid.uuid4().hex[:12]}"
-    ratelimit.forget_outage()
+    redis_forget_outages()
     yield
-    ratelimit.forget_outage()
+    redis_forget_outages()
 
 
 # --- connections a token may name --------------------------------------------------------------

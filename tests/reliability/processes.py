@@ -588,7 +588,7 @@ def process_env(
             "CELERY_BROKER_URL": redis_url,
             "CELERY_TASK_DEFAULT_QUEUE": f"ladder-it-{run_id}",
             "LADDER_HOTSTATE_PREFIX": f"ladder-it:{run_id}:hot",
-            "CACHE_KEY_PREFIX": f"ladder-it:{run_id}",
+            "LADDER_RATELIMIT_PREFIX": f"ladder-it:{run_id}:ratelimit",
             "LADDER_UPSTREAM_BASE_URL": upstream_url,
             # The stacks poll Claude connections many times a minute: its 300 s floor is lifted.
             "LADDER_POLL_FLOOR_S": "claude=0",

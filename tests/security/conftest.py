@@ -18,17 +18,11 @@ def _security_settings(settings: Any) -> None:
 
 
 @pytest.fixture
-def own_cache(settings: Any) -> Iterator[tuple[redis.Redis, str]]:
-    """The Django cache on the real Redis (DB 15), under a key prefix of this test's own."""
+def own_counts(settings: Any) -> Iterator[tuple[redis.Redis, str]]:
+    """The rate limits' counts on the real Redis (DB 15), under a key prefix of this test's own."""
     prefix = f"test-security:{uuid.uuid4().hex}"
-    settings.CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": TEST_REDIS_URL,
-            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
-            "KEY_PREFIX": prefix,
-        }
-    }
+    settings.REDIS_URL = TEST_REDIS_URL
+    settings.LADDER_RATELIMIT_PREFIX = prefix
     client = redis.Redis.from_url(TEST_REDIS_URL)
     yield client, prefix
     keys = list(client.scan_iter(f"{prefix}:*"))

@@ -16,6 +16,7 @@ from django.test import Client, RequestFactory
 from django.urls import reverse
 
 from ladder.security import login_throttle
+from ladder.security.redis_breaker import redis_forget_outages
 from tests.dashboard.factories import PASSWORD
 
 pytestmark = pytest.mark.django_db
@@ -32,14 +33,14 @@ def _limits(settings: Any) -> Iterator[None]:
     settings.LADDER_LOGIN_FAILURES_PER_ADDRESS = 5
     settings.LADDER_LOGIN_WINDOW_S = 60
     settings.LADDER_TRUSTED_PROXY_HOPS = 0
-    login_throttle.local_counts._counts.clear()
+    login_throttle.local_storage().reset()
     yield
-    login_throttle.local_counts._counts.clear()
+    login_throttle.local_storage().reset()
 
 
 @pytest.fixture
-def cache(own_cache: tuple[redis.Redis, str]) -> tuple[redis.Redis, str]:
-    return own_cache
+def counts(own_counts: tuple[redis.Redis, str]) -> tuple[redis.Redis, str]:
+    return own_counts
 
 
 @pytest.fixture
@@ -77,7 +78,7 @@ def logged_in(client: Client) -> bool:
 
 @pytest.mark.parametrize("url", [DASHBOARD, ADMIN], ids=["dashboard", "admin"])
 def test_it_refuses_unchecked_after_too_many_failures_for_a_user_name(
-    client: Client, cache: Any, password_checks: list[str], url: str
+    client: Client, counts: Any, password_checks: list[str], url: str
 ) -> None:
     operator()
     for _ in range(3):
@@ -97,7 +98,7 @@ def test_it_refuses_unchecked_after_too_many_failures_for_a_user_name(
     assert 'name="password"' in page  # the form is still there
 
 
-def test_it_throttles_a_user_name_from_every_address(client: Client, cache: Any) -> None:
+def test_it_throttles_a_user_name_from_every_address(client: Client, counts: Any) -> None:
     operator()
     for _ in range(3):
         attempt(client, DASHBOARD, "operator", "wrong", ADDRESS)
@@ -106,7 +107,7 @@ def test_it_throttles_a_user_name_from_every_address(client: Client, cache: Any)
     assert attempt(client, DASHBOARD, "OPERATOR", "wrong", OTHER_ADDRESS).status_code == 429
 
 
-def test_it_throttles_an_address_across_user_names(client: Client, cache: Any) -> None:
+def test_it_throttles_an_address_across_user_names(client: Client, counts: Any) -> None:
     operator("someone")
     for number in range(5):
         assert attempt(client, ADMIN, f"guess-{number}", "wrong").status_code == 200
@@ -117,7 +118,7 @@ def test_it_throttles_an_address_across_user_names(client: Client, cache: Any) -
     assert logged_in(client)
 
 
-def test_a_successful_login_clears_its_user_name_count(client: Client, cache: Any) -> None:
+def test_a_successful_login_clears_its_user_name_count(client: Client, counts: Any) -> None:
     operator()
     for _ in range(2):
         attempt(client, DASHBOARD, "operator", "wrong")
@@ -128,7 +129,7 @@ def test_a_successful_login_clears_its_user_name_count(client: Client, cache: An
     assert attempt(client, DASHBOARD, "operator", PASSWORD).status_code == 302
 
 
-def test_an_incomplete_form_is_not_counted(client: Client, cache: Any, password_checks: list[str]) -> None:
+def test_an_incomplete_form_is_not_counted(client: Client, counts: Any, password_checks: list[str]) -> None:
     operator()
     for _ in range(5):
         assert client.post(DASHBOARD, {"username": "operator", "password": ""}).status_code == 200
@@ -136,7 +137,7 @@ def test_an_incomplete_form_is_not_counted(client: Client, cache: Any, password_
     assert attempt(client, DASHBOARD, "operator", PASSWORD).status_code == 302
 
 
-def test_it_counts_the_address_the_trusted_proxy_saw(client: Client, cache: Any, settings: Any) -> None:
+def test_it_counts_the_address_the_trusted_proxy_saw(client: Client, counts: Any, settings: Any) -> None:
     settings.LADDER_TRUSTED_PROXY_HOPS = 1
     proxy = "10.0.0.2"
     for number in range(5):
@@ -151,17 +152,17 @@ def test_it_counts_the_address_the_trusted_proxy_saw(client: Client, cache: Any,
 
 
 def test_it_counts_in_redis_and_lets_the_key_expire_with_its_window(
-    client: Client, cache: tuple[redis.Redis, str], settings: Any
+    client: Client, counts: tuple[redis.Redis, str], settings: Any
 ) -> None:
     settings.LADDER_LOGIN_WINDOW_S = 2
-    redis_client, prefix = cache
+    redis_client, prefix = counts
     operator()
     for _ in range(3):
         attempt(client, DASHBOARD, "operator", "wrong")
-    keys = sorted(key.decode() for key in redis_client.scan_iter(f"{prefix}:*login-failures:*"))
+    keys = sorted(key.decode() for key in redis_client.scan_iter(f"{prefix}:*login-failures/*"))
     assert len(keys) == 2  # one per user name, one per address
-    counts = {key.split(":")[-2]: int(redis_client.get(key) or 0) for key in keys}
-    assert counts == {"user": 3, "addr": 3}
+    counted = {key.split("login-failures/")[1].split("/")[0]: int(redis_client.get(key) or 0) for key in keys}
+    assert counted == {"user": 3, "addr": 3}
     assert all(0 < redis_client.pttl(key) <= 2000 for key in keys)
     assert attempt(client, DASHBOARD, "operator", PASSWORD).status_code == 429
 
@@ -172,12 +173,12 @@ def test_it_counts_in_redis_and_lets_the_key_expire_with_its_window(
     assert attempt(client, DASHBOARD, "operator", PASSWORD).status_code == 302
 
 
-def test_every_web_process_sees_the_same_counts(client: Client, cache: Any) -> None:
+def test_every_web_process_sees_the_same_counts(client: Client, counts: Any) -> None:
     """The counts live in Redis, not in the process: forgetting this process's memory changes nothing."""
     operator()
     for _ in range(3):
         attempt(client, DASHBOARD, "operator", "wrong")
-    assert login_throttle.local_counts._counts == {}
+    assert not login_throttle.local_storage().storage
     assert attempt(client, DASHBOARD, "operator", PASSWORD).status_code == 429
 
 
@@ -186,14 +187,8 @@ def redis_down(settings: Any) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # nothing listens there once the probe closes
-    settings.CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": f"redis://127.0.0.1:{port}/0",
-            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
-        }
-    }
-    login_throttle._last_fallback_log = 0.0
+    settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"
+    redis_forget_outages()
 
 
 def test_with_redis_down_each_process_still_throttles(
