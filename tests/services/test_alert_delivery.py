@@ -138,6 +138,15 @@ def test_it_signs_with_a_plain_secret_s_bytes(
     assert request.json()["link"] == "https://ladder.example.com/"
 
 
+def test_it_refuses_a_bare_whsec_secret_rather_than_sign_with_an_empty_key(
+    receiver: WebhookReceiver, queued: list[Any]
+) -> None:
+    delivery = enqueue_test(channel=channel(url=receiver.url(), secret="whsec_"), now=NOW)
+    outcome = attempt(delivery)
+    assert (outcome.status, outcome.error) == ("failed", "secret: no key after 'whsec_'")
+    assert receiver.requests == []
+
+
 def test_it_fails_at_once_on_a_404_and_records_it_without_the_url_s_secret(
     receiver: WebhookReceiver, queued: list[Any], caplog: pytest.LogCaptureFixture
 ) -> None:
