@@ -42,6 +42,7 @@ BUDGET_RUNGS: tuple[str, ...] = ("cheap", "premium")
 # Limits of the wire, written once: msgspec checks them as it decodes (ladder.contract.state).
 POLL_INTERVAL_MAX_S = 86_400.0
 CONNECTION_ID_CHARACTER = r"[A-Za-z0-9._:-]"  # 1 to 64 of them
+CONNECTION_ID_PATTERN = rf"\A{CONNECTION_ID_CHARACTER}{{1,64}}\Z"
 Pct = Annotated[float, msgspec.Meta(ge=0, le=100)]
 Text = Annotated[str, msgspec.Meta(pattern=r"\S")]  # a string that is not blank
 Time = Annotated[datetime, msgspec.Meta(tz=True)]

@@ -22,8 +22,8 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from ladder.gateway.duplicate_keys import duplicate_key_path
-from ladder.models import GatewayToken
 from ladder.security.ratelimit import rate_limit_hit
+from ladder.selectors.tokens import GatewayTokenGrant
 from ladder.services.tokens import SCOPES, gateway_token_authenticate
 
 logger = logging.getLogger(__name__)
@@ -190,7 +190,7 @@ def bearer_token(request: HttpRequest) -> str | None:
     return value.strip()
 
 
-def authenticate(request: HttpRequest, scope: str) -> GatewayToken:
+def authenticate(request: HttpRequest, scope: str) -> GatewayTokenGrant:
     """The request's gateway token, allowed `scope`; 401 without a valid token, 403 without the scope."""
     plaintext = bearer_token(request)
     challenge = {"WWW-Authenticate": 'Bearer realm="omniroute-ladder"'}
@@ -211,16 +211,16 @@ def authenticate(request: HttpRequest, scope: str) -> GatewayToken:
     return token
 
 
-def request_token(request: HttpRequest) -> GatewayToken | None:
+def request_token(request: HttpRequest) -> GatewayTokenGrant | None:
     """The gateway token that api_view authenticated for this request (None on an open view)."""
-    token: GatewayToken | None = getattr(request, "gateway_token", None)
+    token: GatewayTokenGrant | None = getattr(request, "gateway_token", None)
     return token
 
 
-def report_rate_check(token: GatewayToken) -> None:
+def report_rate_check(token: GatewayTokenGrant) -> None:
     """429 rate_limited past LADDER_REPORT_RATE_PER_MIN reports of this token in the minute."""
     limit = int(settings.LADDER_REPORT_RATE_PER_MIN)
-    retry_s = rate_limit_hit(key=f"report:{token.pk}", limit=limit)
+    retry_s = rate_limit_hit(key=f"report:{token.id}", limit=limit)
     if retry_s is not None:
         raise ApiError(
             429,

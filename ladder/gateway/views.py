@@ -13,12 +13,10 @@ import msgspec
 import orjson
 import redis
 from django.conf import settings
-from django.core.exceptions import ValidationError
-from django.db import connection as db_connection
+from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 
-from ladder import models as m
 from ladder.contract import api
 from ladder.domain import (
     AutoIdError,
@@ -32,7 +30,7 @@ from ladder.domain import (
 from ladder.domain.budgets import RungBudget
 from ladder.domain.resolve import billing_verdict
 from ladder.domain.timefmt import format_utc
-from ladder.domain.types import Connection, Reading, Rung, Snapshot
+from ladder.domain.types import CONNECTION_ID_PATTERN, Connection, Reading, Rung, Snapshot
 from ladder.domain.windows import FUTURE_TOLERANCE_S
 from ladder.gateway.decorators import (
     ApiError,
@@ -54,9 +52,10 @@ from ladder.gateway.inputs import (
 )
 from ladder.gateway.schema import openapi_document
 from ladder.gateway.snapshot_cache import snapshot_cache
-from ladder.models import CONNECTION_ID_PATTERN
-from ladder.selectors.connections import credential_summaries
+from ladder.selectors.connections import connection_exists, credential_summaries
+from ladder.selectors.escalations import EscalationRecord
 from ladder.selectors.escalations import escalations_list as escalation_events
+from ladder.selectors.health import beat_last_at, database_ping
 from ladder.services import credentials
 from ladder.services.escalations import escalation_observe
 from ladder.services.failures import failure_record
@@ -91,9 +90,7 @@ def _failure_text(exc: BaseException) -> str:
 
 def _database_check() -> str:
     try:
-        with db_connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
+        database_ping()
     except Exception as exc:
         return _failure_text(exc)
     return "ok"
@@ -121,7 +118,7 @@ def beat_max_age_s() -> float:
 
 def _beat_check(now: datetime) -> str:
     try:
-        last_at = m.Heartbeat.objects.filter(pk="beat").values_list("last_at", flat=True).first()
+        last_at = beat_last_at()
     except Exception as exc:
         return _failure_text(exc)
     if last_at is None:
@@ -209,7 +206,7 @@ def _rung_label(rung: int | None) -> str | None:
     return None if rung is None else Rung(rung).label
 
 
-def escalation_answer(event: m.EscalationEvent) -> api.Escalation:
+def escalation_answer(event: EscalationRecord) -> api.Escalation:
     return api.Escalation(
         id=event.id,
         auto_id=event.auto_id,
@@ -292,10 +289,7 @@ def _connection_not_found(connection_id: str) -> ApiError:
 
 def _known_connection(connection_id: str) -> None:
     """404 for an id the ladder does not know (checked before the body is read)."""
-    if (
-        not CONNECTION_ID_RE.match(connection_id)
-        or not m.Connection.objects.filter(pk=connection_id).exists()
-    ):
+    if not CONNECTION_ID_RE.match(connection_id) or not connection_exists(connection_id=connection_id):
         raise _connection_not_found(connection_id)
 
 
@@ -418,7 +412,7 @@ def connection_credential(request: HttpRequest, connection_id: str) -> JsonRespo
     action = "put" if request.method == "PUT" else "get"
     outcome = "ok"
     try:
-        credentials.credential_rate_check(token_id=token.pk, now=current_time())
+        credentials.credential_rate_check(token_id=token.id, now=current_time())
         if action == "get":
             return JsonResponse(credentials.credential_for_gateway(connection_id=connection_id))
         access_token, expires_at, account_id = credential_input(read_json_body(request), current_time())
@@ -460,7 +454,7 @@ def connection_observations(request: HttpRequest, connection_id: str) -> HttpRes
         reading = observation_record(
             connection_id=connection_id, headers=payload.headers, observed_at=observed_at, now=now
         )
-    except m.Connection.DoesNotExist:
+    except ObjectDoesNotExist:
         raise _connection_not_found(connection_id) from None
     except ValidationError as exc:
         raise _invalid_reading(exc) from None
@@ -485,7 +479,7 @@ def connection_failures(request: HttpRequest, connection_id: str) -> HttpRespons
             observed_at=observed_at,
             now=now,
         )
-    except m.Connection.DoesNotExist:
+    except ObjectDoesNotExist:
         raise _connection_not_found(connection_id) from None
     except ValidationError as exc:
         raise _invalid_reading(exc) from None

@@ -26,6 +26,7 @@ from ladder.domain.types import (
     Snapshot,
 )
 from ladder.selectors.connections import connection_poll_floor_s
+from ladder.selectors.health import beat_last_at
 from ladder.selectors.snapshot import configuration_get, snapshot_load
 
 logger = logging.getLogger(__name__)
@@ -104,9 +105,6 @@ def alert_rules_all() -> list[m.AlertRule]:
     return list(m.AlertRule.objects.order_by("kind", "name", "id").prefetch_related("channels"))
 
 
-BEAT_HEARTBEAT = "beat"  # the Heartbeat row the refresh fan-out stamps (ladder.services.hotstate)
-
-
 def alert_rules_enabled() -> list[AlertRuleSpec]:
     return [rule.to_domain() for rule in m.AlertRule.objects.filter(enabled=True).order_by("id")]
 
@@ -155,7 +153,5 @@ def alert_inputs(*, kinds: Collection[str], now: datetime) -> AlertInputs:
     if AUTO_ID_EMPTY in kinds:
         rows = m.EscalationState.objects.filter(rung__isnull=True).order_by("auto_id")
         empty = tuple(EmptyAutoId(*row) for row in rows.values_list("auto_id", "changed_at"))
-    last_beat_at = None
-    if BEAT_SILENT in kinds:
-        last_beat_at = m.Heartbeat.objects.filter(pk=BEAT_HEARTBEAT).values_list("last_at", flat=True).first()
+    last_beat_at = beat_last_at() if BEAT_SILENT in kinds else None
     return AlertInputs(snapshot=snapshot, polled=polled, empty_auto_ids=empty, last_beat_at=last_beat_at)

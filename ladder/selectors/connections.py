@@ -77,3 +77,7 @@ def credential_summaries(*, connection_ids: Sequence[str] | None = None) -> dict
         )
         for cid, ciphertext, owner, expires, account in rows.values_list(*fields)
     }
+
+
+def connection_exists(*, connection_id: str) -> bool:
+    return m.Connection.objects.filter(pk=connection_id).exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Count, F
@@ -12,16 +13,30 @@ from ladder import models as m
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class EscalationRecord:
+    """One logged escalation event (rungs by index; None: an empty pool)."""
+
+    id: int
+    auto_id: str
+    from_rung: int | None
+    to_rung: int | None
+    kind: str
+    why: str
+    occurred_at: datetime
+
+
 def escalations_list(
     *, auto_id: str | None = None, since: datetime | None = None, limit: int = 100
-) -> list[m.EscalationEvent]:
+) -> list[EscalationRecord]:
     """Escalation events oldest first: of one auto id when given, at or after ``since`` when given."""
     events = m.EscalationEvent.objects.all()
     if auto_id is not None:
         events = events.filter(auto_id=auto_id)
     if since is not None:
         events = events.filter(occurred_at__gte=since)
-    return list(events.order_by("occurred_at", "id")[: max(0, limit)])
+    rows = events.order_by("occurred_at", "id").values_list(*EscalationRecord.__slots__)
+    return [EscalationRecord(*row) for row in rows[: max(0, limit)]]
 
 
 def escalations_latest(*, auto_id: str | None = None, limit: int = 100) -> list[m.EscalationEvent]:

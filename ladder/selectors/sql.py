@@ -61,7 +61,7 @@ GATEWAY_TOKEN_FIELDS = (
     "spend_ceiling_usd",
     "scope_credentials",
     "last_used_at",
-)  # in the model's field order: Model.from_db matches a partial row to the fields in that order
+)  # ladder.selectors.tokens.GatewayTokenGrant's fields
 
 
 def aware(moment: datetime | None) -> datetime | None:

@@ -8,6 +8,7 @@ import logging
 import re
 import secrets
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -16,7 +17,7 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Q
 
 from ladder.models import GatewayToken, connection_ids_errors
-from ladder.selectors.tokens import gateway_token_by_hash
+from ladder.selectors.tokens import GatewayTokenGrant, gateway_token_by_hash
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ def _spend_ceiling(value: Decimal | str | None) -> Decimal | None:
     return ceiling
 
 
-def gateway_token_authenticate(*, plaintext: str, now: datetime) -> GatewayToken | None:
+def gateway_token_authenticate(*, plaintext: str, now: datetime) -> GatewayTokenGrant | None:
     """The live token with this value, or None; last_used_at is written at most once a minute."""
     if len(plaintext) > 256:
         return None
@@ -121,15 +122,15 @@ def gateway_token_authenticate(*, plaintext: str, now: datetime) -> GatewayToken
     if token.last_used_at is None or token.last_used_at <= threshold:
         try:
             # Conditional: concurrent requests of the same minute write it once.
-            GatewayToken.objects.filter(pk=token.pk).filter(
+            GatewayToken.objects.filter(pk=token.id).filter(
                 Q(last_used_at__isnull=True) | Q(last_used_at__lte=threshold)
             ).update(last_used_at=now)
         except DatabaseError:
             # Bookkeeping, not access: a database that cannot take the write now (SQLite under
             # another writer's lock) must not turn a read-only call into an error.
-            logger.warning("gateway token %s: last_used_at not written", token.pk, exc_info=True)
+            logger.warning("gateway token %s: last_used_at not written", token.id, exc_info=True)
         else:
-            token.last_used_at = now
+            token = replace(token, last_used_at=now)
     return token
 
 

@@ -46,6 +46,7 @@ from ladder.selectors.snapshot import (
     model_entries,
     spend_usd,
 )
+from ladder.selectors.tokens import GatewayTokenGrant
 from ladder.services.spend import spend_add
 
 MAX_EVENTS = api.MAX_EVENTS
@@ -135,7 +136,7 @@ def usage_record(
     *,
     events: Sequence[UsageInput],
     now: datetime,
-    token: m.GatewayToken | None = None,
+    token: GatewayTokenGrant | None = None,
     snapshot: Snapshot | None = None,
 ) -> UsageResult:
     """Record the events (all or none) and answer with each one and the budgets of the current period.
@@ -236,7 +237,7 @@ def _recorded(row: m.UsageEvent) -> UsageRecorded:
 
 
 def _record_once(
-    events: list[UsageInput], now: datetime, token: m.GatewayToken | None, snapshot: Snapshot | None
+    events: list[UsageInput], now: datetime, token: GatewayTokenGrant | None, snapshot: Snapshot | None
 ) -> tuple[list[UsageRecorded], dict[Rung, RungBudget] | None]:
     """The events recorded and the budgets to answer with: computed after inserting the new events
     (and stored with them, so that a replay answers the same), or the ones stored by the report that
@@ -278,7 +279,7 @@ def _record_once(
 
 
 def _check_token_ceiling(
-    token: m.GatewayToken,
+    token: GatewayTokenGrant,
     ceiling: Decimal,
     rows: list[m.UsageEvent],
     events: list[UsageInput],
@@ -293,9 +294,9 @@ def _check_token_ceiling(
     token's row is locked first so that two of its reports cannot both pass on PostgreSQL (SQLite
     writes one transaction at a time anyway)."""
     start, end = period_bounds(now, period)
-    m.GatewayToken.objects.select_for_update().filter(pk=token.pk).values_list("pk", flat=True).first()
+    m.GatewayToken.objects.select_for_update().filter(pk=token.id).values_list("pk", flat=True).first()
     spent = m.UsageEvent.objects.filter(
-        token_id=token.pk, budget_rung__isnull=False, occurred_at__gte=start, occurred_at__lt=end
+        token_id=token.id, budget_rung__isnull=False, occurred_at__gte=start, occurred_at__lt=end
     ).aggregate(total=Sum("cost_usd"))["total"] or Decimal(0)
     for row, event in zip(rows, events, strict=True):
         if row.budget_rung is None or not start <= row.occurred_at < end:
@@ -341,7 +342,7 @@ def _pricing_inputs(events: list[UsageInput], snapshot: Snapshot | None) -> _Pri
 
 
 def _price(
-    events: list[UsageInput], now: datetime, token: m.GatewayToken | None, inputs: _PricingInputs
+    events: list[UsageInput], now: datetime, token: GatewayTokenGrant | None, inputs: _PricingInputs
 ) -> list[m.UsageEvent]:
     """The rows to insert: rung, budget rung and cost of each event. UsageInvalid names the field."""
     config, catalog, models = inputs.config, inputs.catalog, inputs.models
@@ -400,7 +401,7 @@ def _price(
                 cost_usd=cost,
                 occurred_at=event.occurred_at or now,
                 payload_hash=event.payload_hash,
-                token_id=token.pk if token is not None else None,
+                token_id=token.id if token is not None else None,
             )
         )
     return rows
