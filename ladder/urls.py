@@ -2,35 +2,37 @@ from django.urls import path, re_path
 
 import ladder.dashboard.views as dashboard
 from ladder import metrics
-from ladder.gateway import views as api
+from ladder.gateway import connections, health, reports, resolve, schema
 
 app_name = "ladder"
 
 urlpatterns = [
-    path("healthz", api.healthz, name="healthz"),
-    path("readyz", api.readyz, name="readyz"),
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics.metrics_view, name="metrics"),
-    path("v1/models", api.models_list, name="models"),
-    path("api/v1/openapi.json", api.openapi_schema, name="openapi"),
-    path("api/v1/pools/resolve", api.pools_resolve, name="pools-resolve"),
-    path("api/v1/usage", api.usage_report, name="usage"),
-    path("api/v1/escalations", api.escalations_list, name="escalations"),
-    path("api/v1/connections", api.connections_list, name="connections"),
-    path("api/v1/connections/<str:connection_id>", api.connection_detail, name="connection"),
+    path("v1/models", resolve.models_list, name="models"),
+    path("api/v1/openapi.json", schema.openapi_schema, name="openapi"),
+    path("api/v1/pools/resolve", resolve.pools_resolve, name="pools-resolve"),
+    path("api/v1/usage", reports.usage_report, name="usage"),
+    path("api/v1/escalations", resolve.escalations_list, name="escalations"),
+    path("api/v1/connections", connections.connections_list, name="connections"),
+    path("api/v1/connections/<str:connection_id>", connections.connection_detail, name="connection"),
     path(
         "api/v1/connections/<str:connection_id>/observations",
-        api.connection_observations,
+        reports.connection_observations,
         name="connection-observations",
     ),
     path(
         "api/v1/connections/<str:connection_id>/credential",
-        api.connection_credential,
+        connections.connection_credential,
         name="connection-credential",
     ),
     path(
-        "api/v1/connections/<str:connection_id>/failures", api.connection_failures, name="connection-failures"
+        "api/v1/connections/<str:connection_id>/failures",
+        reports.connection_failures,
+        name="connection-failures",
     ),
-    re_path(r"^api/(?P<rest>.*)$", api.not_found, name="api-not-found"),
+    re_path(r"^api/(?P<rest>.*)$", schema.not_found, name="api-not-found"),
     # The htmx dashboard (ladder.dashboard.views).
     path("", dashboard.overview, name="overview"),
     path("login/", dashboard.DashboardLoginView.as_view(), name="login"),

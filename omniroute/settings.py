@@ -267,7 +267,7 @@ LADDER_UPSTREAM_BASE_URL = os.getenv("LADDER_UPSTREAM_BASE_URL", "")
 LADDER_METRICS_TOKEN = os.getenv("LADDER_METRICS_TOKEN", "")
 LADDER_METRICS_ALLOWED_NETWORKS = envnetworks("LADDER_METRICS_ALLOWED_NETWORKS")
 
-# The gateway API (ladder.gateway.views): GET /v1/models asks for a resolve token too when this is on.
+# The gateway API (ladder.gateway.resolve): GET /v1/models asks for a resolve token too when this is on.
 LADDER_MODELS_REQUIRE_TOKEN = envbool("LADDER_MODELS_REQUIRE_TOKEN", "false")
 # How old /readyz lets the last beat tick be (0: ten fan-out periods, at least 60 s).
 LADDER_BEAT_MAX_AGE_S = float(os.getenv("LADDER_BEAT_MAX_AGE_S", "0"))

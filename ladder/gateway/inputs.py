@@ -188,7 +188,7 @@ def usable_time(when: datetime, field: str) -> datetime:
     return utc
 
 
-def _optional_time(when: datetime | msgspec.UnsetType, field: str) -> datetime | None:
+def optional_time(when: datetime | msgspec.UnsetType, field: str) -> datetime | None:
     return None if isinstance(when, msgspec.UnsetType) else usable_time(when, field)
 
 
@@ -247,7 +247,7 @@ def _usage(event: api.UsageEvent, path: str) -> UsageInput:
         input_tokens=event.input_tokens,
         output_tokens=event.output_tokens,
         cost_usd=None if event.cost_usd is None else quantize_usd(Decimal(str(event.cost_usd))),
-        occurred_at=_optional_time(event.occurred_at, at),
+        occurred_at=optional_time(event.occurred_at, at),
         path=path,
     )
 
@@ -266,42 +266,6 @@ def usage_input(document: Any) -> list[UsageInput]:
         batch = decode(document, api.UsageBatch)
         return [_usage(event, f"events[{index}]") for index, event in enumerate(batch.events)]
     return [_usage(decode(document, api.UsageEvent), "")]
-
-
-@dataclass(frozen=True)
-class ObservationInput:
-    status: int | None
-    headers: dict[str, str]
-    observed_at: datetime | None
-
-
-def observation_input(document: Any) -> ObservationInput:
-    request = decode(document, api.ObservationRequest)
-    return ObservationInput(
-        status=request.status,
-        headers=header_texts(request.headers),
-        observed_at=_optional_time(request.observed_at, "observed_at"),
-    )
-
-
-@dataclass(frozen=True)
-class FailureInput:
-    status: int
-    headers: dict[str, str]
-    body: object
-    model: str | None
-    observed_at: datetime | None
-
-
-def failure_input(document: Any) -> FailureInput:
-    request = decode(document, api.FailureRequest)
-    return FailureInput(
-        status=request.status,
-        headers=header_texts(request.headers),
-        body=request.body,
-        model=request.model,
-        observed_at=_optional_time(request.observed_at, "observed_at"),
-    )
 
 
 # --- the escalation log's query string --------------------------------------------------------

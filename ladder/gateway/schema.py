@@ -1,6 +1,7 @@
 """The OpenAPI 3.1 schema of the gateway API: the source of truth that the tests check real responses
 against (Zulip style). Its components are generated from the typed bodies of ladder.contract.api;
-the paths, written here, name them."""
+the paths, written here, name them. Served at /api/v1/openapi.json, which the 404 of any other
+path under /api/ points to."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from functools import cache
 from typing import Any
 
 import msgspec
+from django.http import HttpRequest, JsonResponse
 
 from ladder.contract import api
+from ladder.domain.types import CONNECTION_ID_CHARACTER
+from ladder.gateway.decorators import ApiError, api_view
 from ladder.gateway.inputs import ESCALATIONS_DEFAULT_LIMIT, ESCALATIONS_MAX_LIMIT
 
 JSON = "application/json"
@@ -74,7 +78,7 @@ CONNECTION_ID_PARAM = {
     "name": "connection_id",
     "in": "path",
     "required": True,
-    "schema": {"type": "string", "pattern": r"^[A-Za-z0-9._:-]{1,64}$"},
+    "schema": {"type": "string", "pattern": f"^{CONNECTION_ID_CHARACTER}{{1,64}}$"},
     "description": "The gateway's own connection id",
 }
 ESCALATION_PARAMS = [
@@ -284,3 +288,13 @@ def _document() -> dict[str, Any]:
 def openapi_document() -> dict[str, Any]:
     """A copy of the schema (callers may not change the cached one)."""
     return copy.deepcopy(_document())
+
+
+@api_view(methods=("GET",))
+def openapi_schema(request: HttpRequest) -> JsonResponse:
+    return JsonResponse(openapi_document())
+
+
+@api_view(methods=("GET", "POST", "PUT", "PATCH", "DELETE"))
+def not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+    raise ApiError(404, "not_found", f"no such endpoint: {request.path}; see /api/v1/openapi.json")

@@ -12,8 +12,8 @@ from django.test import Client
 from jsonschema import Draft202012Validator
 
 from ladder import models as m
-from ladder.gateway import views as api
 from ladder.gateway.schema import openapi_document
+from ladder.gateway.snapshot_cache import snapshot_cache
 from ladder.services import bump_state_version
 from ladder.services.tokens import gateway_token_create
 from tests.conftest import TEST_HOTSTATE_PREFIX
@@ -48,9 +48,9 @@ class RefreshRecorder:
 @pytest.fixture(autouse=True)
 def _fresh_snapshot_cache() -> Iterator[None]:
     # Test databases roll back without bumping the state version: never reuse another test's snapshot.
-    api.snapshot_cache.clear()
+    snapshot_cache.clear()
     yield
-    api.snapshot_cache.clear()
+    snapshot_cache.clear()
 
 
 @pytest.fixture(autouse=True)
@@ -64,7 +64,7 @@ def _own_hot_state_prefix(settings: Any) -> None:
 def refreshes(monkeypatch: pytest.MonkeyPatch) -> RefreshRecorder:
     """Refresh requests recorded instead of queued (the shared Redis stays untouched)."""
     recorder = RefreshRecorder()
-    monkeypatch.setattr("ladder.gateway.views.refresh_request", recorder)
+    monkeypatch.setattr("ladder.gateway.resolve.refresh_request", recorder)
     monkeypatch.setattr("ladder.services.failures.refresh_request", recorder)
     return recorder
 
@@ -72,7 +72,7 @@ def refreshes(monkeypatch: pytest.MonkeyPatch) -> RefreshRecorder:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     frozen = Clock()
-    monkeypatch.setattr("ladder.gateway.views.current_time", frozen)
+    monkeypatch.setattr("ladder.gateway.clock.current_time", frozen)
     return frozen
 
 

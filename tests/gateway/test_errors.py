@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ladder import models as m
-from ladder.gateway import views as api
+from ladder.gateway.reports import usage_report
 from ladder.services.tokens import gateway_token_create, gateway_token_revoke
 from tests.gateway.conftest import Api, assert_error, make_connection
 
@@ -136,7 +136,7 @@ def test_it_drains_a_refused_body_before_answering(token: str) -> None:
         HTTP_AUTHORIZATION=f"Bearer {token}",
     )
 
-    response = api.usage_report(request)
+    response = usage_report(request)
 
     assert response.status_code == 413
     assert request.read(1) == b""  # everything was read
@@ -328,7 +328,7 @@ def test_it_answers_one_404_wherever_a_connection_is_missing(
     gone_after_the_check: bool,
 ) -> None:
     if gone_after_the_check:  # deleted between the view's check and its read or write
-        monkeypatch.setattr(api, "_known_connection", lambda connection_id: None)
+        monkeypatch.setattr("ladder.gateway.connections.connection_exists", lambda *, connection_id: True)
 
     response = call(gateway, url, method, {"status": 429, "headers": {}})
 

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from ladder import models as m
 from ladder.domain.timefmt import format_utc
 from ladder.domain.types import Reading, Window
-from ladder.gateway import views as api
+from ladder.gateway.snapshot_cache import snapshot_cache
 from ladder.services.readings import reading_record
 from tests.gateway.conftest import (
     NOW,
@@ -200,7 +200,7 @@ def test_it_answers_even_when_queueing_a_refresh_fails(
     def broken(*, connection_ids: list[str]) -> list[str]:
         raise ConnectionError("broker down")
 
-    monkeypatch.setattr("ladder.gateway.views.refresh_request", broken)
+    monkeypatch.setattr("ladder.gateway.resolve.refresh_request", broken)
     make_connection("never")
 
     assert resolve(gateway, "auto/thrifty")["refresh"] == ["never"]
@@ -263,7 +263,7 @@ def test_it_costs_a_constant_number_of_queries(
     # resolution of an unchanged rung costs it no query. Measure the latter, with a cold snapshot.
     resolve(gateway, "auto/thrifty")
     resolve(gateway, "auto/coding:subscription")
-    api.snapshot_cache.clear()
+    snapshot_cache.clear()
 
     # token lookup, its last_used_at, the state version, the snapshot (7)
     with django_assert_max_num_queries(10):

@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 
 from ladder import models as m
-from ladder.gateway import views as api
+from ladder.gateway.snapshot_cache import snapshot_cache
 from ladder.services import bump_state_version
 from ladder.services.tokens import gateway_token_create
 from ladder_client import LadderClient
@@ -126,15 +126,15 @@ def ladder(
     # database: every test starts from none, under a prefix of its own (removed with the run's).
     settings.LADDER_HOTSTATE_PREFIX = f"{TEST_HOTSTATE_PREFIX}:{uuid.uuid4().hex[:12]}"
     recorder = RefreshRecorder()
-    monkeypatch.setattr("ladder.gateway.views.refresh_request", recorder)
+    monkeypatch.setattr("ladder.gateway.resolve.refresh_request", recorder)
     monkeypatch.setattr("ladder.services.failures.refresh_request", recorder)
     # A flushed database starts its state version again: never serve another test's snapshot.
-    api.snapshot_cache.clear()
+    snapshot_cache.clear()
     seed_catalog()
     _, token = gateway_token_create(name="gateway", scope_resolve=True, scope_report=True)
     with one_request_at_a_time(live_server) as lock:
         yield Ladder(url=live_server.url, token=token, refreshes=recorder, database_lock=lock)
-    api.snapshot_cache.clear()
+    snapshot_cache.clear()
 
 
 class CountingTransport(httpx.HTTPTransport):

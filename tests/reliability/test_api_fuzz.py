@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.generation.modes import GenerationMode
 
 from ladder import models as m
-from ladder.gateway import views as api
+from ladder.gateway.snapshot_cache import snapshot_cache
 from ladder.services import bump_state_version
 from ladder.services.tokens import gateway_token_create
 from tests.conftest import examples
@@ -103,12 +103,12 @@ def in_test_transaction() -> Iterator[None]:
 def token(monkeypatch: pytest.MonkeyPatch, in_test_transaction: None) -> Iterator[str]:
     # Refreshes are recorded, not queued: the shared broker stays untouched.
     recorder = RefreshRecorder()
-    monkeypatch.setattr("ladder.gateway.views.refresh_request", recorder)
+    monkeypatch.setattr("ladder.gateway.resolve.refresh_request", recorder)
     monkeypatch.setattr("ladder.services.failures.refresh_request", recorder)
-    api.snapshot_cache.clear()
+    snapshot_cache.clear()
     seed_state()
     yield gateway_token_create(name="fuzz", scope_resolve=True, scope_report=True, value=TOKEN)[1]
-    api.snapshot_cache.clear()
+    snapshot_cache.clear()
 
 
 # The schema as the running app serves it (the openapi view reads no table: loading at import is safe).

@@ -7,7 +7,7 @@
   its age clamps at 0, so it stays fresh for ``max_reading_age_s`` after its own time.
 - A usage event from the future: the same 300 s, to the microsecond.
 
-The API's clock is frozen (``ladder.gateway.views.current_time``); real time cannot land exactly on an edge.
+The API's clock is frozen (``ladder.gateway.clock.current_time``); real time cannot land exactly on an edge.
 The fixtures ``gateway``, ``clock`` and ``refreshes`` are the API tests' (see conftest).
 """
 

@@ -38,7 +38,7 @@ from ladder.domain.billing import normalise_auth_type
 from ladder.domain.timefmt import format_utc, format_utc_or_none
 from ladder.domain.types import Connection, Empty, Exclusion, PoolEntry, Reading, Rung
 from ladder.domain.windows import FUTURE_TOLERANCE_S
-from ladder.gateway import views as api
+from ladder.gateway.snapshot_cache import snapshot_cache
 from ladder.services.imports import state_import
 from ladder.services.tokens import gateway_token_create
 from tests.conftest import examples
@@ -239,16 +239,16 @@ def frozen_now(monkeypatch: pytest.MonkeyPatch) -> datetime:
 @pytest.fixture
 def refreshes(monkeypatch: pytest.MonkeyPatch) -> RefreshRecorder:
     recorder = RefreshRecorder()
-    monkeypatch.setattr("ladder.gateway.views.refresh_request", recorder)
+    monkeypatch.setattr("ladder.gateway.resolve.refresh_request", recorder)
     return recorder
 
 
 @pytest.fixture
 def fresh_snapshot_cache() -> Iterator[None]:
     # The test database rolls back without bumping the state version: never reuse another test's snapshot.
-    api.snapshot_cache.clear()
+    snapshot_cache.clear()
     yield
-    api.snapshot_cache.clear()
+    snapshot_cache.clear()
 
 
 @pytest.fixture

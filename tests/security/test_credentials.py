@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from ladder import models as m
 from ladder.fakeupstream import FakeUpstream
-from ladder.gateway import views as api
+from ladder.gateway.snapshot_cache import snapshot_cache
 from ladder.security.crypto import CredentialDecryptionError
 from ladder.security.logredact import SecretRedactingFilter
 from ladder.services.refresh import claim_deadline, connection_refresh, connections_claim
@@ -34,9 +34,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def rows() -> Iterator[Rows]:
-    api.snapshot_cache.clear()
+    snapshot_cache.clear()
     yield rows_create()
-    api.snapshot_cache.clear()
+    snapshot_cache.clear()
 
 
 @pytest.fixture
@@ -110,7 +110,7 @@ def test_no_api_answer_carries_the_credential(
     client: Client, rows: Rows, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(
-        "ladder.gateway.views.refresh_request", lambda *, connection_ids: list(connection_ids)
+        "ladder.gateway.resolve.refresh_request", lambda *, connection_ids: list(connection_ids)
     )
     bearer = {"Authorization": f"Bearer {rows.token_value}"}
     answers = [

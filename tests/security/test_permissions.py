@@ -224,7 +224,7 @@ BODIES: dict[str, dict[str, Any]] = {
 
 def test_every_api_write_needs_the_report_scope(client: Client, rows: Rows, monkeypatch: Any) -> None:
     monkeypatch.setattr(
-        "ladder.gateway.views.refresh_request", lambda *, connection_ids: list(connection_ids)
+        "ladder.gateway.resolve.refresh_request", lambda *, connection_ids: list(connection_ids)
     )
     monkeypatch.setattr(
         "ladder.services.failures.refresh_request", lambda *, connection_ids: list(connection_ids)
