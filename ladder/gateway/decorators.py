@@ -56,6 +56,10 @@ class ApiError(Exception):
         self.field = field or None
         self.headers = headers or {}
 
+    def response(self) -> JsonResponse:
+        body = {"error": {"code": self.code, "message": self.message, "field": self.field}}
+        return JsonResponse(body, status=self.status, headers=self.headers)
+
 
 def invalid(message: str, field: str | None = None, *, code: str = "invalid_request") -> ApiError:
     return ApiError(400, code, message, field=field)
@@ -63,23 +67,6 @@ def invalid(message: str, field: str | None = None, *, code: str = "invalid_requ
 
 def unprocessable(message: str, field: str | None = None, *, code: str = "unprocessable") -> ApiError:
     return ApiError(422, code, message, field=field)
-
-
-def error_response(
-    status: int,
-    code: str,
-    message: str,
-    field: str | None = None,
-    headers: dict[str, str] | None = None,
-) -> JsonResponse:
-    response = JsonResponse({"error": {"code": code, "message": message, "field": field}}, status=status)
-    for name, value in (headers or {}).items():
-        response[name] = value
-    return response
-
-
-def api_error_response(error: ApiError) -> JsonResponse:
-    return error_response(error.status, error.code, error.message, error.field, error.headers)
 
 
 def drain_body(request: HttpRequest) -> None:
@@ -283,28 +270,26 @@ def api_view(*, methods: Collection[str], scope: str | None = None) -> Callable[
                 response = view(request, *args, **kwargs)
             except ApiError as error:
                 drain_body(request)
-                return api_error_response(error)
+                return error.response()
             except (OperationalError, InterfaceError) as exc:
                 release_frames(exc)
                 drain_body(request)
                 logger.warning("database unavailable: %s", exc)
-                return error_response(
-                    503,
-                    "database_unavailable",
-                    "the database is unavailable; retry shortly",
-                    headers={"Retry-After": "5"},
-                )
+                message = "the database is unavailable; retry shortly"
+                return ApiError(503, "database_unavailable", message, headers={"Retry-After": "5"}).response()
             except DatabaseError as exc:
                 drain_body(request)
                 logger.exception("database error answering %s %s", request.method, request.path)
                 release_frames(exc)
-                return error_response(500, "internal_error", "the ladder met an unexpected database error")
+                return ApiError(
+                    500, "internal_error", "the ladder met an unexpected database error"
+                ).response()
             except Exception:
                 if settings.LADDER_API_PROPAGATE_EXCEPTIONS:
                     raise
                 drain_body(request)
                 logger.exception("unexpected error answering %s %s", request.method, request.path)
-                return error_response(500, "internal_error", "the ladder met an unexpected error")
+                return ApiError(500, "internal_error", "the ladder met an unexpected error").response()
             return response
 
         return csrf_exempt(wrapper)
