@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,8 +27,6 @@ from ladder.domain.types import (
 from ladder.selectors.connections import connection_poll_floor_s
 from ladder.selectors.health import beat_last_at
 from ladder.selectors.snapshot import configuration_get, snapshot_load
-
-logger = logging.getLogger(__name__)
 
 
 def alert_episodes_open(*, limit: int = 200) -> list[m.AlertEpisode]:

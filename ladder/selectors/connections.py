@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -12,8 +11,6 @@ from django.conf import settings
 from ladder import models as m
 from ladder.domain.timefmt import format_utc
 from ladder.domain.windows import poll_floor_s, provider_poll_floor_s
-
-logger = logging.getLogger(__name__)
 
 
 def adapter_poll_floor_s(provider: str) -> float | None:

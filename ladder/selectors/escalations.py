@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Count, F
 
 from ladder import models as m
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,6 @@ such a query, a prepared string ~0.02 ms. The strings name tables and columns fr
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import cache
@@ -15,8 +14,6 @@ from django.db import models
 from django.utils import timezone
 
 from ladder import models as m
-
-logger = logging.getLogger(__name__)
 
 
 def column_name(model: type[models.Model], name: str) -> str:

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
 from ladder.selectors.sql import GATEWAY_TOKEN_FIELDS, aware, json_list, sql_rows
-
-logger = logging.getLogger(__name__)
-
 
 TOKEN_CEILING_QUANTUM = Decimal("0.000001")
 
