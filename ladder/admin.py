@@ -21,7 +21,7 @@ from django.utils import timezone
 from ladder import services
 from ladder.domain.billing import BillingVerdict, classify_billing
 from ladder.domain.credentials import NEEDS_REAUTH, default_owner, expires_in_text
-from ladder.domain.tiers import economic_tier, rung_for
+from ladder.domain.tiers import economic_tier, rung_for, served_models
 from ladder.domain.types import ModelEntry, Rung, Snapshot
 from ladder.models import (
     ALERT_WEBHOOK_KINDS,
@@ -99,12 +99,7 @@ def rungs_text(connection_id: str, snapshot: Snapshot) -> str:
     if connection is None:
         return "—"
     verdict = classify_billing(connection, snapshot.catalog_by_key)
-    served = [
-        entry
-        for entry in snapshot.models
-        if entry.provider == connection.provider
-        and (connection.models is None or entry.model in connection.models)
-    ]
+    served = served_models(connection, snapshot)
     if not served:
         return "no catalog model"
     groups: dict[Rung, list[str]] = {}

@@ -70,10 +70,12 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from ladder.domain import advertised_auto_ids, rung_budgets, rung_for
+from ladder.domain.alerts import ALERT_CHANNEL_KINDS, ALERT_DELIVERY_STATUSES, RULE_KINDS
 from ladder.domain.resolve import billing_verdict
+from ladder.domain.tiers import served_models
 from ladder.domain.types import Connection, Rung, Snapshot
 from ladder.domain.windows import connection_limits, reading_age_s
-from ladder.models import ALERT_CHANNEL_KINDS, ALERT_DELIVERY_STATUSES, ALERT_RULE_KINDS, ESCALATION_KINDS
+from ladder.models import ESCALATION_KINDS
 from ladder.selectors.alerts import alert_delivery_figures, alert_episode_open_counts
 from ladder.selectors.escalations import escalation_counts
 from ladder.selectors.hotstate import (
@@ -246,12 +248,7 @@ def quota_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:
 def connection_rungs(snapshot: Snapshot, connection: Connection) -> Counter[Rung]:
     """How many of the connection's models sit on each rung (as GET /api/v1/connections lists them)."""
     billing = billing_verdict(snapshot, connection).billing
-    served = [
-        entry
-        for entry in snapshot.models
-        if entry.provider == connection.provider
-        and (connection.models is None or entry.model in connection.models)
-    ]
+    served = served_models(connection, snapshot)
     rungs: Counter[Rung] = Counter(rung_for(billing, entry, snapshot.config) for entry in served)
     in_catalog = {entry.model for entry in served}
     for model in connection.models or ():
@@ -379,7 +376,7 @@ def alert_families(now: datetime) -> Iterator[Metric]:
         since = figures.oldest_pending.get(kind)
         oldest.add_metric([kind], max(0.0, (now - since).total_seconds()) if since is not None else 0.0)
     open_counts = alert_episode_open_counts()
-    for kind in sorted({*ALERT_RULE_KINDS, *open_counts}):
+    for kind in sorted({*RULE_KINDS, *open_counts}):
         episodes.add_metric([kind], open_counts.get(kind, 0))
     yield from (deliveries, oldest, episodes)
 

@@ -14,10 +14,17 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Lower, Trim
 
-from ladder.domain.alerts import RULE_KINDS as ALERT_RULE_KIND_NAMES
+from ladder.domain.alerts import (
+    ALERT_CHANNEL_KINDS,
+    ALERT_DELIVERY_STATUSES,
+    ALERT_EVENTS,
+    ALERT_WEBHOOK_KINDS,
+    RULE_KINDS,
+    alert_email_addresses,
+)
 from ladder.domain.alerts import Rule as AlertRuleSpec
 from ladder.domain.alerts import rule_errors as alert_rule_errors
-from ladder.domain.billing import normalise_auth_type
+from ladder.domain.billing import catalog_key_label, normalise_auth_type
 from ladder.domain.config import CONFIG_FIELDS, build_config, config_errors
 from ladder.domain.credentials import CREDENTIAL_OWNERS
 from ladder.domain.types import (
@@ -25,11 +32,12 @@ from ladder.domain.types import (
     BUDGET_PERIODS,
     BUDGET_RUNGS,
     CATEGORIES,
+    CONNECTION_ID_PATTERN,
     FAILURE_CLASSES,
     OVERAGES,
     SOURCES,
     LadderConfig,
-    Rung,
+    rung_label,
 )
 from ladder.domain.windows import POLL_INTERVAL_MAX_S
 from ladder.security.crypto import decrypt_credential, encrypt_credential
@@ -47,7 +55,6 @@ CREDENTIAL_OWNER_CHOICES = [
 ]
 RUNG_CHOICES = [(0, "0 subscription"), (1, "1 keyless"), (2, "2 free"), (3, "3 cheap"), (4, "4 premium")]
 
-CONNECTION_ID_PATTERN = r"\A[A-Za-z0-9._:-]{1,64}\Z"
 CONNECTION_ID_MESSAGE = (
     "Connection id must be 1–64 characters, each a letter, a digit, '.', '_', ':' or '-' "
     "(it is the gateway's own connection id)."
@@ -58,10 +65,6 @@ AUTH_TYPE_NORMALISED = Q(auth_type__isnull=True) | (~Q(auth_type="") & Q(auth_ty
 
 # Nullable strings (DJ001 silenced below): NULL is "not set" in STATE.md and in the domain (None), and
 # a NULL auth_type is what makes a row provider-wide; "" is never stored (normalised on save).
-
-
-def catalog_key_label(provider: str, auth_type: str | None) -> str:
-    return f"{provider}/{auth_type}" if auth_type else f"{provider} (provider-wide)"
 
 
 def string_list_errors(value: Any, *, allowed: tuple[str, ...] | None = None) -> str | None:
@@ -826,33 +829,16 @@ class EscalationState(models.Model):
         return f"{self.auto_id} on {rung_label(self.rung)}"
 
 
-def rung_label(rung: int | None) -> str:
-    """0 → "subscription" …; None → "empty"."""
-    return "empty" if rung is None else Rung(rung).label
-
-
 # Alerts (#20). A rule watches one kind of condition; each subject (a connection's window, an auto id,
 # a rung budget, …) for which it holds is an episode, which fires once when it opens and sends one
 # recovery when it closes. Channels carry the notifications; a delivery is one notification to one
 # channel, with a stable id that every retry repeats.
 
-ALERT_RULE_KINDS = ALERT_RULE_KIND_NAMES  # each described in ladder.domain.alerts
-ALERT_RULE_KIND_CHOICES = [(value, value) for value in ALERT_RULE_KINDS]
-ALERT_CHANNEL_KINDS: tuple[str, ...] = ("webhook", "slack", "discord", "email")
+ALERT_RULE_KIND_CHOICES = [(value, value) for value in RULE_KINDS]  # each described in ladder.domain.alerts
 ALERT_CHANNEL_KIND_CHOICES = [(value, value) for value in ALERT_CHANNEL_KINDS]
-ALERT_EVENTS: tuple[str, ...] = ("fired", "recovered", "test")
 ALERT_EVENT_CHOICES = [(value, value) for value in ALERT_EVENTS]
-ALERT_DELIVERY_STATUSES: tuple[str, ...] = ("pending", "sent", "failed")
 ALERT_DELIVERY_STATUS_CHOICES = [(value, value) for value in ALERT_DELIVERY_STATUSES]
 ALERT_QUIET_PERIOD_DEFAULT_S = 900
-
-
-ALERT_WEBHOOK_KINDS: tuple[str, ...] = ("webhook", "slack", "discord")
-
-
-def alert_email_addresses(text: str) -> list[str]:
-    """An e-mail channel's ``email_to``: addresses separated by commas, semicolons or new lines."""
-    return [part.strip() for part in re.split(r"[,;\n]", text or "") if part.strip()]
 
 
 class AlertChannel(models.Model):
@@ -945,9 +931,9 @@ class AlertRule(models.Model):
         ordering: ClassVar[list[str]] = ["kind", "name"]
         constraints: ClassVar[list[models.BaseConstraint]] = [
             models.CheckConstraint(
-                condition=Q(kind__in=ALERT_RULE_KINDS),
+                condition=Q(kind__in=RULE_KINDS),
                 name="alert_rule_kind_valid",
-                violation_error_message=f"kind must be one of {', '.join(ALERT_RULE_KINDS)}.",
+                violation_error_message=f"kind must be one of {', '.join(RULE_KINDS)}.",
             ),
         ]
 

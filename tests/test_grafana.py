@@ -22,6 +22,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from ladder import models as m
+from ladder.domain.alerts import ALERT_DELIVERY_STATUSES
 from ladder.domain.types import Reading, Window
 from ladder.services.readings import reading_record
 from ladder.services.refresh_metrics import PollRecord, refresh_metrics_record
@@ -103,7 +104,7 @@ def exported(hot: redis.Redis, client: Client) -> dict[str, set[str]]:
     hook = m.AlertChannel.objects.create(name="ops", kind="webhook", url="https://ops.example.com/hook")
     rule = m.AlertRule.objects.create(name="beat", kind="beat_silent", threshold=10)
     m.AlertEpisode.objects.create(rule=rule, subject="beat", opened_at=now, last_seen_at=now)
-    for status in m.ALERT_DELIVERY_STATUSES:
+    for status in ALERT_DELIVERY_STATUSES:
         m.AlertDelivery.objects.create(
             delivery_id=uuid.uuid4(), channel=hook, event="test", status=status, created_at=now
         )

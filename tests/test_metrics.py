@@ -15,6 +15,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from ladder import models as m
+from ladder.domain.alerts import ALERT_CHANNEL_KINDS, ALERT_DELIVERY_STATUSES, RULE_KINDS
 from ladder.domain.types import Reading, Window
 from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.providers import ADAPTERS
@@ -347,7 +348,7 @@ def test_it_reports_alert_deliveries_by_channel_kind_and_status(hot: redis.Redis
     assert 600 <= value(samples, "ladder_alert_delivery_oldest_pending_age_seconds", kind="webhook") < 660
     assert value(samples, "ladder_alert_delivery_oldest_pending_age_seconds", kind="email") == 0
     assert set(series(samples, "ladder_alert_delivery_oldest_pending_age_seconds")) == {
-        frozenset({"kind": kind}.items()) for kind in m.ALERT_CHANNEL_KINDS
+        frozenset({"kind": kind}.items()) for kind in ALERT_CHANNEL_KINDS
     }
 
     # The stuck one goes out: the oldest pending is now the younger one.
@@ -376,7 +377,7 @@ def test_it_reports_the_open_alert_episodes_by_rule_kind(hot: redis.Redis, clien
     assert value(samples, "ladder_alert_episodes_open", kind="beat_silent") == 1
     assert value(samples, "ladder_alert_episodes_open", kind="window_latched") == 0
     assert set(series(samples, "ladder_alert_episodes_open")) == {
-        frozenset({"kind": kind}.items()) for kind in m.ALERT_RULE_KINDS
+        frozenset({"kind": kind}.items()) for kind in RULE_KINDS
     }
 
 
@@ -387,8 +388,8 @@ def test_it_costs_a_constant_number_of_queries(
     rule = m.AlertRule.objects.create(name="beat", kind="beat_silent", threshold=10)
     for index in range(connections):
         plan(f"c{index:03d}", (Window("5h", float(index % 100), None), Window("7d", 50.0, None)))
-        to = channel(f"ch{index:03d}", m.ALERT_CHANNEL_KINDS[index % len(m.ALERT_CHANNEL_KINDS)])
-        delivery(to, m.ALERT_DELIVERY_STATUSES[index % len(m.ALERT_DELIVERY_STATUSES)], age_s=index)
+        to = channel(f"ch{index:03d}", ALERT_CHANNEL_KINDS[index % len(ALERT_CHANNEL_KINDS)])
+        delivery(to, ALERT_DELIVERY_STATUSES[index % len(ALERT_DELIVERY_STATUSES)], age_s=index)
         episode(rule, f"beat-{index}", closed=index > 0)
 
     # the configuration, the connections, their readings (2), both catalogs, the spend, the escalations,

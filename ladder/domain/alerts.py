@@ -10,6 +10,7 @@ recovery. Pure functions, ``now`` passed in; ladder.services.alerts applies the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -44,6 +45,16 @@ THRESHOLD_RANGES: Mapping[str, tuple[int, int, str]] = {
     BEAT_SILENT: (1, 10_080, "minutes"),
 }
 QUIET_PERIOD_MAX_S = 7 * 86_400
+# Where notifications go (only the generic webhook signs), and what each notification is and became.
+ALERT_CHANNEL_KINDS: tuple[str, ...] = ("webhook", "slack", "discord", "email")
+ALERT_WEBHOOK_KINDS: tuple[str, ...] = ("webhook", "slack", "discord")
+ALERT_EVENTS: tuple[str, ...] = ("fired", "recovered", "test")
+ALERT_DELIVERY_STATUSES: tuple[str, ...] = ("pending", "sent", "failed")
+
+
+def alert_email_addresses(text: str) -> list[str]:
+    """An e-mail channel's ``email_to``: addresses separated by commas, semicolons or new lines."""
+    return [part.strip() for part in re.split(r"[,;\n]", text or "") if part.strip()]
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,10 @@ def normalise_auth_type(value: str | None) -> str | None:
     return value or None
 
 
+def catalog_key_label(provider: str, auth_type: str | None) -> str:
+    return f"{provider}/{auth_type}" if auth_type else f"{provider} (provider-wide)"
+
+
 @dataclass(frozen=True, slots=True)
 class BillingVerdict:
     billing: Billing

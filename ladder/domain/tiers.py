@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ladder.domain.types import Billing, LadderConfig, ModelEntry, Rung, Tier
+from ladder.domain.types import Billing, Connection, LadderConfig, ModelEntry, Rung, Snapshot, Tier
 
 
 def economic_tier(model: ModelEntry | None, config: LadderConfig) -> Tier:
@@ -29,3 +29,13 @@ def rung_for(billing: Billing, model: ModelEntry | None, config: LadderConfig) -
     if billing == "keyless":
         return Rung.KEYLESS
     return _TIER_RUNG[economic_tier(model, config)]
+
+
+def served_models(connection: Connection, snapshot: Snapshot) -> list[ModelEntry]:
+    """The catalog models a connection serves: its provider's, only those it lists if it lists any."""
+    return [
+        entry
+        for entry in snapshot.models
+        if entry.provider == connection.provider
+        and (connection.models is None or entry.model in connection.models)
+    ]

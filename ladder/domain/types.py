@@ -71,6 +71,11 @@ class Rung(IntEnum):
 RUNG_LABELS: tuple[str, ...] = tuple(rung.name.lower() for rung in Rung)
 
 
+def rung_label(rung: int | None) -> str:
+    """0 → "subscription" …; None (no rung: an empty pool) → "empty"."""
+    return "empty" if rung is None else RUNG_LABELS[rung]
+
+
 class Reason:
     """Reason codes of DESIGN L14, in the precedence order of STATE.md (first one wins)."""
 

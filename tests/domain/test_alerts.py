@@ -14,6 +14,7 @@ from ladder.domain.alerts import (
     Episode,
     PolledConnection,
     Rule,
+    alert_email_addresses,
     conditions_holding,
     decide,
     rule_errors,
@@ -233,3 +234,8 @@ def test_it_says_times_to_the_second_and_keeps_them_exact_in_the_detail() -> Non
     (found,) = conditions_holding([FORECASTS], AlertInputs(snapshot(plan("p", window))), NOW)
     assert "runs out at 2026-08-22T12:30:00Z," in found.summary
     assert found.detail["exhausts_at"] == "2026-08-22T12:30:00.391270Z"
+
+
+def test_it_splits_e_mail_addresses_on_commas_semicolons_and_new_lines() -> None:
+    assert alert_email_addresses(" a@x.org, b@x.org;\n\nc@x.org ;") == ["a@x.org", "b@x.org", "c@x.org"]
+    assert alert_email_addresses("") == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ladder.domain import CatalogEntry, Connection, classify_billing, normalise_auth_type
-from ladder.domain.billing import catalog_row_for
+from ladder.domain.billing import catalog_key_label, catalog_row_for
 from ladder.domain.types import Overage
 from tests.domain.builders import reading, win
 
@@ -151,3 +151,10 @@ def test_it_keeps_billing_from_the_row_when_overage_is_observed() -> None:
 def test_it_treats_an_uncurated_provider_as_unknown_even_with_an_override() -> None:
     verdict = classify_billing(_conn("nobody", override="hard-stop"), ROWS)
     assert (verdict.billing, verdict.curated) == ("unknown", False)
+
+
+def test_it_labels_a_catalog_key() -> None:
+    assert (catalog_key_label("acme", "oauth"), catalog_key_label("acme", None)) == (
+        "acme/oauth",
+        "acme (provider-wide)",
+    )

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ladder.domain import LadderConfig, ModelEntry, Rung, economic_tier, rung_for
-from ladder.domain.types import Billing
+from ladder.domain.tiers import served_models
+from ladder.domain.types import Billing, Connection, rung_label
+from tests.domain.builders import snap
 
 DEFAULT = LadderConfig()
 CUSTOM = LadderConfig(free_max_input_usd_per_mtok=0.1, cheap_max_input_usd_per_mtok=2.5)
@@ -77,3 +79,19 @@ def test_it_puts_each_pair_on_its_rung(billing: Billing, model: ModelEntry | Non
 )
 def test_it_numbers_and_names_the_rungs(rung: Rung, index: int, label: str) -> None:
     assert (int(rung), rung.label) == (index, label)
+
+
+@pytest.mark.parametrize(("rung", "label"), [(None, "empty"), (0, "subscription"), (4, "premium")])
+def test_it_labels_a_rung_or_its_absence(rung: int | None, label: str) -> None:
+    assert rung_label(rung) == label
+
+
+@pytest.mark.parametrize(
+    ("models", "served"),
+    [(None, ["m1", "plan-model"]), (("plan-model", "elsewhere"), ["plan-model"]), ((), [])],
+)
+def test_it_lists_the_catalog_models_a_connection_serves(
+    models: tuple[str, ...] | None, served: list[str]
+) -> None:
+    connection = Connection(id="c1", provider="planned", models=models)
+    assert [entry.model for entry in served_models(connection, snap(connection))] == served

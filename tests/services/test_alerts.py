@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from ladder import models as m
+from ladder.domain.alerts import RULE_KINDS
 from ladder.domain.types import PoolEntry, Reading, Resolution, Rung, Window
 from ladder.services import alert_delivery, alerts
 from ladder.services.alerts import alerts_apply, alerts_evaluate, alerts_plan
@@ -69,7 +70,7 @@ def beat(at: datetime) -> None:
 
 def test_it_seeds_one_default_rule_per_kind() -> None:
     rules = list(m.AlertRule.objects.values_list("kind", "threshold", "quiet_period_s", "enabled"))
-    assert Counter(kind for kind, *_ in rules) == Counter(dict.fromkeys(m.ALERT_RULE_KINDS, 1)) + Counter(
+    assert Counter(kind for kind, *_ in rules) == Counter(dict.fromkeys(RULE_KINDS, 1)) + Counter(
         {"budget_crossed": 2}
     )
     assert sorted(t or 0 for kind, t, *_ in rules if kind == "budget_crossed") == [50, 80, 100]
