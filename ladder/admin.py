@@ -19,13 +19,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ladder import services
+from ladder.domain.alerts import ALERT_WEBHOOK_KINDS
 from ladder.domain.billing import BillingVerdict, classify_billing
 from ladder.domain.credentials import NEEDS_REAUTH, default_owner, expires_in_text
 from ladder.domain.tiers import economic_tier, rung_for, served_models
 from ladder.domain.types import ModelEntry, Rung, Snapshot
 from ladder.models import (
-    ALERT_WEBHOOK_KINDS,
-    CREDENTIAL_OWNER_CHOICES,
     AlertChannel,
     AlertDelivery,
     AlertEpisode,
@@ -41,8 +40,8 @@ from ladder.models import (
     QuotaWindow,
     StateVersion,
     UsageEvent,
-    connection_ids_errors,
 )
+from ladder.models.connections import CREDENTIAL_OWNER_CHOICES, connection_ids_errors
 from ladder.selectors.snapshot import catalog_uncurated_kinds, configuration_get, snapshot_load
 from ladder.services import credentials
 from ladder.services.alert_delivery import enqueue_test

@@ -75,7 +75,7 @@ from ladder.domain.resolve import billing_verdict
 from ladder.domain.tiers import served_models
 from ladder.domain.types import Connection, Rung, Snapshot
 from ladder.domain.windows import connection_limits, reading_age_s
-from ladder.models import ESCALATION_KINDS
+from ladder.models.escalations import ESCALATION_KINDS
 from ladder.selectors.alerts import alert_delivery_figures, alert_episode_open_counts
 from ladder.selectors.escalations import escalation_counts
 from ladder.selectors.hotstate import (
