@@ -41,7 +41,8 @@ from ladder.models import (
     StateVersion,
     UsageEvent,
 )
-from ladder.models.connections import CREDENTIAL_OWNER_CHOICES, connection_ids_errors
+from ladder.models.connections import CREDENTIAL_OWNER_CHOICES
+from ladder.models.gateway_tokens import connection_ids_errors
 from ladder.selectors.snapshot import catalog_uncurated_kinds, configuration_get, snapshot_load
 from ladder.services import credentials
 from ladder.services.alert_delivery import enqueue_test

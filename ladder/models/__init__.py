@@ -40,7 +40,7 @@ __all__ = [
 from ladder.domain.alerts import ALERT_DELIVERY_STATUSES, alert_email_addresses  # noqa: E402
 from ladder.domain.billing import catalog_key_label  # noqa: E402
 from ladder.domain.types import CONNECTION_ID_PATTERN  # noqa: E402
-from ladder.models.connections import connection_ids_errors  # noqa: E402
+from ladder.models.gateway_tokens import connection_ids_errors  # noqa: E402
 
 __all__ += [
     "ALERT_DELIVERY_STATUSES",

@@ -23,12 +23,9 @@ from ladder.domain.alerts import (
 )
 from ladder.domain.alerts import Rule as AlertRuleSpec
 from ladder.domain.alerts import rule_errors as alert_rule_errors
+from ladder.models.fields import choices
 from ladder.security.crypto import decrypt_credential, encrypt_credential
 
-ALERT_RULE_KIND_CHOICES = [(value, value) for value in RULE_KINDS]  # each described in ladder.domain.alerts
-ALERT_CHANNEL_KIND_CHOICES = [(value, value) for value in ALERT_CHANNEL_KINDS]
-ALERT_EVENT_CHOICES = [(value, value) for value in ALERT_EVENTS]
-ALERT_DELIVERY_STATUS_CHOICES = [(value, value) for value in ALERT_DELIVERY_STATUSES]
 ALERT_QUIET_PERIOD_DEFAULT_S = 900
 
 
@@ -37,7 +34,7 @@ class AlertChannel(models.Model):
     webhook, or e-mail through Django's mail settings."""
 
     name = models.CharField(max_length=64, unique=True)
-    kind = models.CharField(max_length=16, choices=ALERT_CHANNEL_KIND_CHOICES)
+    kind = models.CharField(max_length=16, choices=choices(ALERT_CHANNEL_KINDS))
     url = models.URLField(max_length=500, blank=True, default="", help_text="Webhook kinds only.")
     # The webhook's HMAC secret, encrypted at rest like the connections' credentials.
     secret_ciphertext = models.TextField(blank=True, default="", editable=False)
@@ -107,7 +104,7 @@ class AlertRule(models.Model):
     readings_stale and beat_silent). No channels chosen: every enabled channel."""
 
     name = models.CharField(max_length=64, unique=True)
-    kind = models.CharField(max_length=32, choices=ALERT_RULE_KIND_CHOICES)
+    kind = models.CharField(max_length=32, choices=choices(RULE_KINDS))
     target = models.CharField(max_length=64, blank=True, default="")
     threshold = models.PositiveIntegerField(null=True, blank=True)
     quiet_period_s = models.PositiveIntegerField(
@@ -202,9 +199,9 @@ class AlertDelivery(models.Model):
         AlertEpisode, on_delete=models.CASCADE, null=True, blank=True, related_name="deliveries"
     )
     channel = models.ForeignKey(AlertChannel, on_delete=models.CASCADE, related_name="deliveries")
-    event = models.CharField(max_length=16, choices=ALERT_EVENT_CHOICES)
+    event = models.CharField(max_length=16, choices=choices(ALERT_EVENTS))
     payload = models.JSONField(default=dict)  # built once, so that every retry sends the same body
-    status = models.CharField(max_length=16, choices=ALERT_DELIVERY_STATUS_CHOICES, default="pending")
+    status = models.CharField(max_length=16, choices=choices(ALERT_DELIVERY_STATUSES), default="pending")
     attempts = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField()

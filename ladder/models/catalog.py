@@ -7,23 +7,20 @@ from decimal import Decimal
 from typing import Any, ClassVar
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
 from ladder.domain.billing import catalog_key_label, normalise_auth_type
 from ladder.domain.types import BILLINGS, CATEGORIES, OVERAGES
-from ladder.models.fields import AUTH_TYPE_HELP, AUTH_TYPE_NORMALISED, OVERAGE_CHOICES, string_list_errors
-
-BILLING_CHOICES = [(value, value) for value in BILLINGS]
+from ladder.models.fields import AUTH_TYPE_HELP, AUTH_TYPE_NORMALISED, check_string_list, choices, one_of
 
 
 class BillingCatalogEntry(models.Model):
     provider = models.CharField(max_length=64)
     auth_type = models.CharField(max_length=64, null=True, blank=True, help_text=AUTH_TYPE_HELP)  # noqa: DJ001
-    billing = models.CharField(max_length=16, choices=BILLING_CHOICES)
-    overage = models.CharField(max_length=16, choices=OVERAGE_CHOICES)
+    billing = models.CharField(max_length=16, choices=choices(BILLINGS))
+    overage = models.CharField(max_length=16, choices=choices(OVERAGES))
     source_url = models.URLField(max_length=500, null=True, blank=True)  # noqa: DJ001
     notes = models.TextField(blank=True, default="")
     reviewed_at = models.DateTimeField(null=True, blank=True)
@@ -55,16 +52,8 @@ class BillingCatalogEntry(models.Model):
                 name="billing_auth_type_normalised",
                 violation_error_message="auth_type must be trimmed, lower-case, and NULL rather than empty.",
             ),
-            models.CheckConstraint(
-                condition=Q(billing__in=BILLINGS),
-                name="billing_billing_valid",
-                violation_error_message=f"billing must be one of: {', '.join(BILLINGS)}.",
-            ),
-            models.CheckConstraint(
-                condition=Q(overage__in=OVERAGES),
-                name="billing_overage_valid",
-                violation_error_message=f"overage must be one of: {', '.join(OVERAGES)}.",
-            ),
+            one_of("billing", BILLINGS, "billing_billing_valid"),
+            one_of("overage", OVERAGES, "billing_overage_valid"),
         ]
 
     def __str__(self) -> str:
@@ -125,9 +114,7 @@ class ModelCatalogEntry(models.Model):
         return f"{self.provider}/{self.model}"
 
     def clean(self) -> None:
-        message = string_list_errors(self.categories, allowed=CATEGORIES)
-        if message:
-            raise ValidationError({"categories": f"categories {message}"})
+        check_string_list("categories", self.categories, allowed=CATEGORIES)
 
 
 class CatalogChange(models.Model):

@@ -11,8 +11,7 @@ from django.db.models import Q
 
 from ladder.domain.config import CONFIG_FIELDS, build_config, config_errors
 from ladder.domain.types import BUDGET_PERIODS, LadderConfig
-
-BUDGET_PERIOD_CHOICES = [(value, value) for value in BUDGET_PERIODS]
+from ladder.models.fields import choices
 
 
 class LadderConfiguration(models.Model):
@@ -30,7 +29,7 @@ class LadderConfiguration(models.Model):
         help_text='USD per budget period for the cheap and premium rungs, e.g. {"cheap": 5.0, "premium": 0}; '
         "a rung absent = not gated, 0 = disabled.",
     )
-    budget_period = models.CharField(max_length=8, choices=BUDGET_PERIOD_CHOICES, default="month")
+    budget_period = models.CharField(max_length=8, choices=choices(BUDGET_PERIODS), default="month")
     free_max_input_usd_per_mtok = models.FloatField(default=0.0)
     cheap_max_input_usd_per_mtok = models.FloatField(default=1.0)
     refresh_interval_s = models.FloatField(default=60.0, help_text="Seconds between quota refreshes.")

@@ -3,7 +3,6 @@ state; and the check of a list of connection ids."""
 
 from __future__ import annotations
 
-import re
 from typing import Any, ClassVar
 
 from django.core.exceptions import ValidationError
@@ -15,7 +14,7 @@ from ladder.domain.billing import normalise_auth_type
 from ladder.domain.credentials import CREDENTIAL_OWNERS
 from ladder.domain.types import CONNECTION_ID_PATTERN, OVERAGES
 from ladder.domain.windows import POLL_INTERVAL_MAX_S
-from ladder.models.fields import AUTH_TYPE_HELP, AUTH_TYPE_NORMALISED, OVERAGE_CHOICES, string_list_errors
+from ladder.models.fields import AUTH_TYPE_HELP, AUTH_TYPE_NORMALISED, check_string_list, choices, one_of
 from ladder.security.crypto import decrypt_credential, encrypt_credential
 
 CREDENTIAL_OWNER_CHOICES = [
@@ -64,7 +63,7 @@ class Connection(models.Model):
     # A refresh's claim (a lease): set by a conditional UPDATE, so a dead claimer blocks no one long.
     refresh_claimed_until = models.DateTimeField(null=True, blank=True, editable=False)
     base_url = models.URLField(max_length=500, null=True, blank=True)  # noqa: DJ001
-    overage_override = models.CharField(max_length=16, choices=OVERAGE_CHOICES, null=True, blank=True)  # noqa: DJ001
+    overage_override = models.CharField(max_length=16, choices=choices(OVERAGES), null=True, blank=True)  # noqa: DJ001
     cooldown_until = models.DateTimeField(null=True, blank=True)
     backoff_level = models.PositiveSmallIntegerField(default=0)
     # StateVersion.live at the last write of this connection's live state (its latest reading, latches,
@@ -122,11 +121,7 @@ class Connection(models.Model):
                 name="connection_auth_type_normalised",
                 violation_error_message="auth_type must be trimmed, lower-case, and NULL rather than empty.",
             ),
-            models.CheckConstraint(
-                condition=Q(overage_override__isnull=True) | Q(overage_override__in=OVERAGES),
-                name="connection_overage_override_valid",
-                violation_error_message=f"overage_override must be empty or one of: {', '.join(OVERAGES)}.",
-            ),
+            one_of("overage_override", OVERAGES, "connection_overage_override_valid", nullable=True),
             models.CheckConstraint(
                 condition=Q(min_poll_interval_s__isnull=True)
                 | (Q(min_poll_interval_s__gt=0) & Q(min_poll_interval_s__lte=POLL_INTERVAL_MAX_S)),
@@ -139,11 +134,7 @@ class Connection(models.Model):
                 name="connection_reserve_pct_range",
                 violation_error_message="reserve_pct must be empty or between 0 and 100.",
             ),
-            models.CheckConstraint(
-                condition=Q(credential_owner__in=CREDENTIAL_OWNERS),
-                name="connection_credential_owner_valid",
-                violation_error_message=f"credential_owner must be one of: {', '.join(CREDENTIAL_OWNERS)}.",
-            ),
+            one_of("credential_owner", CREDENTIAL_OWNERS, "connection_credential_owner_valid"),
         ]
         indexes: ClassVar[list[models.Index]] = [
             models.Index(fields=["next_refresh_at"], name="connection_next_refresh_idx"),
@@ -159,9 +150,7 @@ class Connection(models.Model):
     def clean(self) -> None:
         self.auth_type = normalise_auth_type(self.auth_type)
         if self.models is not None:
-            message = string_list_errors(self.models)
-            if message:
-                raise ValidationError({"models": f"models {message}, or null for every catalog model"})
+            check_string_list("models", self.models, tail=", or null for every catalog model")
 
     @property
     def has_credential(self) -> bool:
@@ -190,14 +179,3 @@ class Connection(models.Model):
     @property
     def has_refresh_token(self) -> bool:
         return bool(self.refresh_ciphertext)
-
-
-def connection_ids_errors(value: Any) -> str | None:
-    """A readable message unless value is a list of connection ids (each in the id format)."""
-    message = string_list_errors(value)
-    if message:
-        return f"connection_ids {message}; empty for every connection"
-    bad = [item for item in value if not re.match(CONNECTION_ID_PATTERN, item)]
-    if bad:
-        return f"connection_ids: {', '.join(map(repr, bad))}: {CONNECTION_ID_MESSAGE}"
-    return None

@@ -9,10 +9,9 @@ from django.db import models
 from django.db.models import F, Q
 
 from ladder.domain.types import rung_label
-from ladder.models.fields import RUNG_CHOICES
+from ladder.models.fields import RUNG_CHOICES, choices
 
 ESCALATION_KINDS: tuple[str, ...] = ("up", "down", "empty")
-ESCALATION_KIND_CHOICES = [(value, value) for value in ESCALATION_KINDS]
 BOTH_RUNGS = Q(from_rung__isnull=False) & Q(to_rung__isnull=False)
 
 
@@ -24,7 +23,7 @@ class EscalationEvent(models.Model):
     auto_id = models.CharField(max_length=64)
     from_rung = models.PositiveSmallIntegerField(choices=RUNG_CHOICES, null=True, blank=True)  # null: empty
     to_rung = models.PositiveSmallIntegerField(choices=RUNG_CHOICES, null=True, blank=True)  # null: empty
-    kind = models.CharField(max_length=8, choices=ESCALATION_KIND_CHOICES)
+    kind = models.CharField(max_length=8, choices=choices(ESCALATION_KINDS))
     why = models.TextField(blank=True, default="")
     occurred_at = models.DateTimeField()
 
@@ -63,7 +62,7 @@ class EscalationTally(models.Model):
     down when old events are purged."""
 
     auto_id = models.CharField(max_length=64)
-    kind = models.CharField(max_length=8, choices=ESCALATION_KIND_CHOICES)
+    kind = models.CharField(max_length=8, choices=choices(ESCALATION_KINDS))
     purged = models.PositiveBigIntegerField(default=0)
 
     class Meta:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from ladder.models.connections import connection_ids_errors
+from ladder.domain.types import CONNECTION_ID_PATTERN
+from ladder.models.connections import CONNECTION_ID_MESSAGE
+from ladder.models.fields import choices, string_list_errors
 
 
 class GatewayToken(models.Model):
@@ -66,13 +69,24 @@ class GatewayToken(models.Model):
         return not self.connection_ids or connection_id in self.connection_ids
 
 
+def connection_ids_errors(value: Any) -> str | None:
+    """A readable message unless value is a list of connection ids (each in the id format)."""
+    message = string_list_errors(value)
+    if message:
+        return f"connection_ids {message}; empty for every connection"
+    bad = [item for item in value if not re.match(CONNECTION_ID_PATTERN, item)]
+    if bad:
+        return f"connection_ids: {', '.join(map(repr, bad))}: {CONNECTION_ID_MESSAGE}"
+    return None
+
+
 class CredentialAccess(models.Model):
     """One fetch or push of a connection's credential through the gateway API: who and when, never
     the value (issue 17)."""
 
     connection_id = models.CharField(max_length=64)
     token_name = models.CharField(max_length=100)
-    action = models.CharField(max_length=8, choices=[("get", "get"), ("put", "put")])
+    action = models.CharField(max_length=8, choices=choices(("get", "put")))
     outcome = models.CharField(max_length=32)
     at = models.DateTimeField()
 

@@ -5,27 +5,22 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
 from ladder.domain.types import FAILURE_CLASSES, SOURCES
 from ladder.models.connections import Connection
-from ladder.models.fields import string_list_errors
-
-OBSERVED_OVERAGE_CHOICES = [("meters-to-paid", "meters-to-paid"), ("hard-stop", "hard-stop")]
-SOURCE_CHOICES = [(value, value) for value in SOURCES]
-FAILURE_CLASS_CHOICES = [(value, value) for value in FAILURE_CLASSES]
+from ladder.models.fields import check_string_list, choices, one_of
 
 
 class QuotaReading(models.Model):
     connection = models.ForeignKey(Connection, on_delete=models.CASCADE, related_name="readings")
     fetched_at = models.DateTimeField()
-    source = models.CharField(max_length=16, choices=SOURCE_CHOICES, default="poll")
+    source = models.CharField(max_length=16, choices=choices(SOURCES), default="poll")
     verifiable = models.BooleanField(default=True)
     observed_overage = models.CharField(  # noqa: DJ001
-        max_length=16, choices=OBSERVED_OVERAGE_CHOICES, null=True, blank=True
+        max_length=16, choices=choices(("meters-to-paid", "hard-stop")), null=True, blank=True
     )
     note = models.TextField(blank=True, default="", help_text="Why the reading is unverifiable, for people.")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -35,11 +30,7 @@ class QuotaReading(models.Model):
             models.Index(fields=["connection", "-fetched_at"], name="reading_conn_fetched_idx"),
         ]
         constraints: ClassVar[list[models.BaseConstraint]] = [
-            models.CheckConstraint(
-                condition=Q(source__in=SOURCES),
-                name="reading_source_valid",
-                violation_error_message=f"source must be one of: {', '.join(SOURCES)}.",
-            ),
+            one_of("source", SOURCES, "reading_source_valid"),
         ]
 
     def __str__(self) -> str:
@@ -74,9 +65,7 @@ class QuotaWindow(models.Model):
         return f"{self.name} {self.remaining_pct:g}%"
 
     def clean(self) -> None:
-        message = string_list_errors(self.scope_models)
-        if message:
-            raise ValidationError({"scope_models": f"scope_models {message}"})
+        check_string_list("scope_models", self.scope_models)
 
 
 class FailureEvent(models.Model):
@@ -84,7 +73,7 @@ class FailureEvent(models.Model):
 
     connection = models.ForeignKey(Connection, on_delete=models.CASCADE, related_name="failures")
     status = models.PositiveSmallIntegerField()
-    classification = models.CharField(max_length=32, choices=FAILURE_CLASS_CHOICES)
+    classification = models.CharField(max_length=32, choices=choices(FAILURE_CLASSES))
     model = models.CharField(max_length=200, blank=True, default="")
     window = models.CharField(max_length=64, blank=True, default="")
     # Every window a failure named as spent when it named more than one (the first is ``window``):

@@ -8,11 +8,9 @@ from typing import ClassVar
 from django.db import models
 from django.db.models import Q
 
-from ladder.domain.types import BUDGET_RUNGS
+from ladder.domain.types import BUDGET_PERIODS, BUDGET_RUNGS
 from ladder.models.connections import Connection
-from ladder.models.fields import RUNG_CHOICES
-
-BUDGET_RUNG_CHOICES = [(value, value) for value in BUDGET_RUNGS]
+from ladder.models.fields import RUNG_CHOICES, choices, one_of
 
 
 class UsageEvent(models.Model):
@@ -26,7 +24,7 @@ class UsageEvent(models.Model):
     input_tokens = models.PositiveBigIntegerField(default=0)
     output_tokens = models.PositiveBigIntegerField(default=0)
     rung = models.PositiveSmallIntegerField(choices=RUNG_CHOICES, null=True, blank=True)
-    budget_rung = models.CharField(max_length=16, choices=BUDGET_RUNG_CHOICES, null=True, blank=True)  # noqa: DJ001
+    budget_rung = models.CharField(max_length=16, choices=choices(BUDGET_RUNGS), null=True, blank=True)  # noqa: DJ001
     cost_usd = models.DecimalField(max_digits=16, decimal_places=6, default=Decimal(0))
     occurred_at = models.DateTimeField()
     payload_hash = models.CharField(max_length=64, blank=True, default="")
@@ -50,11 +48,7 @@ class UsageEvent(models.Model):
                 name="usage_rung_range",
                 violation_error_message="rung must be between 0 and 4.",
             ),
-            models.CheckConstraint(
-                condition=Q(budget_rung__isnull=True) | Q(budget_rung__in=BUDGET_RUNGS),
-                name="usage_budget_rung_valid",
-                violation_error_message=f"budget_rung must be empty or one of: {', '.join(BUDGET_RUNGS)}.",
-            ),
+            one_of("budget_rung", BUDGET_RUNGS, "usage_budget_rung_valid", nullable=True),
             models.CheckConstraint(
                 condition=Q(cost_usd__gte=0),
                 name="usage_cost_non_negative",
@@ -76,19 +70,15 @@ class RungSpend(models.Model):
     rare writes that change past events (imports, the admin) rebuild the periods they touch from the
     events (services.spend)."""
 
-    period = models.CharField(max_length=8, choices=[("day", "day"), ("month", "month")])
+    period = models.CharField(max_length=8, choices=choices(BUDGET_PERIODS))
     period_start = models.DateTimeField()
-    rung = models.CharField(max_length=16, choices=BUDGET_RUNG_CHOICES)
+    rung = models.CharField(max_length=16, choices=choices(BUDGET_RUNGS))
     spent_usd = models.DecimalField(max_digits=20, decimal_places=6, default=Decimal(0))
 
     class Meta:
         constraints: ClassVar[list[models.BaseConstraint]] = [
             models.UniqueConstraint(fields=["period", "period_start", "rung"], name="rung_spend_unique"),
-            models.CheckConstraint(
-                condition=Q(rung__in=BUDGET_RUNGS),
-                name="rung_spend_rung_valid",
-                violation_error_message=f"rung must be one of: {', '.join(BUDGET_RUNGS)}.",
-            ),
+            one_of("rung", BUDGET_RUNGS, "rung_spend_rung_valid"),
         ]
 
     def __str__(self) -> str:
