@@ -40,9 +40,9 @@ class VersionBumpingAdmin(admin.ModelAdmin):
 class ReadOnlyHistoryMixin:
     """What the ladder records itself is never typed in the admin: a hand-made reading (readings come
     from polls, passive headers and failure reports) could be dated in the future or claim quota that
-    is not there; a hand-made failure or escalation would falsify the history."""
+    is not there; a hand-made failure or escalation would falsify the history. (obj: for inlines.)"""
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:

@@ -10,7 +10,7 @@ from django.db.models import Model
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 
-from ladder.admin.base import VersionBumpingAdmin
+from ladder.admin.base import ReadOnlyHistoryMixin, VersionBumpingAdmin
 from ladder.models import LadderConfiguration, StateVersion
 
 
@@ -56,18 +56,12 @@ class LadderConfigurationAdmin(VersionBumpingAdmin):
 
 
 @admin.register(StateVersion)
-class StateVersionAdmin(admin.ModelAdmin):
+class StateVersionAdmin(ReadOnlyHistoryMixin, admin.ModelAdmin):
     """Read-only: only services move the counter."""
 
     list_display = ("__str__", "value", "updated_at")
     list_filter = ("updated_at",)
     search_fields = ("value",)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False

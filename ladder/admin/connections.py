@@ -20,7 +20,7 @@ from ladder.domain.credentials import NEEDS_REAUTH, default_owner, expires_in_te
 from ladder.domain.tiers import rung_for, served_models
 from ladder.domain.types import Rung, Snapshot
 from ladder.models import Connection
-from ladder.models.connections import CREDENTIAL_OWNER_CHOICES
+from ladder.models.connections import CREDENTIAL_OWNER_CHOICES, PLAIN_CREDENTIAL_FIELDS
 from ladder.selectors.snapshot import snapshot_load
 from ladder.services import credentials
 from ladder.services.credentials import (
@@ -120,24 +120,13 @@ def credential_summary(connection: Connection, now: datetime) -> str:
     return " · ".join(parts)
 
 
+# The form's model fields (never credential_ciphertext), by the page's sections.
+IDENTITY_FIELDS = ("id", "provider", "auth_type", "keyless", "enabled", "disabled_reason", "position")
+ROUTING_FIELDS = ("models", "overage_override", "reserve_pct", "min_poll_interval_s", "base_url")
+LIVE_STATE_FIELDS = ("cooldown_until", "backoff_level", "next_refresh_at", "claimed_until")
 # What workers write while an operator has the page open: the form keeps the values it showed (hidden
 # initial inputs), so a field the operator did not touch counts as unchanged and is not written back.
-LIVE_FIELDS = (
-    "enabled",
-    "disabled_reason",
-    "cooldown_until",
-    "backoff_level",
-    "next_refresh_at",
-    "claimed_until",
-)
-# What a new plain credential (typed, or cleared) writes: Connection.replace_credential's columns.
-PLAIN_CREDENTIAL_FIELDS = [
-    "credential_ciphertext",
-    "refresh_ciphertext",
-    "credential_expires_at",
-    "enabled",
-    "disabled_reason",
-]
+LIVE_FIELDS = ("enabled", "disabled_reason", *LIVE_STATE_FIELDS)
 
 
 class ConnectionForm(ModelForm):
@@ -164,24 +153,7 @@ class ConnectionForm(ModelForm):
     class Meta:
         model = Connection
         formfield_callback = https_url_formfield
-        fields = (  # never credential_ciphertext
-            "id",
-            "provider",
-            "auth_type",
-            "keyless",
-            "enabled",
-            "disabled_reason",
-            "position",
-            "models",
-            "overage_override",
-            "reserve_pct",
-            "min_poll_interval_s",
-            "base_url",
-            "cooldown_until",
-            "backoff_level",
-            "next_refresh_at",
-            "claimed_until",
-        )
+        fields = (*IDENTITY_FIELDS, *ROUTING_FIELDS, *LIVE_STATE_FIELDS)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -292,10 +264,7 @@ class ConnectionAdmin(VersionBumpingAdmin):
         "updated_at",
     )
     fieldsets = (
-        (
-            None,
-            {"fields": ("id", "provider", "auth_type", "keyless", "enabled", "disabled_reason", "position")},
-        ),
+        (None, {"fields": IDENTITY_FIELDS}),
         (
             "Credential",
             {
@@ -308,32 +277,8 @@ class ConnectionAdmin(VersionBumpingAdmin):
                 )
             },
         ),
-        (
-            "Routing",
-            {
-                "fields": (
-                    "models",
-                    "overage_override",
-                    "reserve_pct",
-                    "min_poll_interval_s",
-                    "base_url",
-                    "billing_verdict",
-                    "rungs",
-                )
-            },
-        ),
-        (
-            "Live state",
-            {
-                "fields": (
-                    "latest_reading",
-                    "cooldown_until",
-                    "backoff_level",
-                    "next_refresh_at",
-                    "claimed_until",
-                )
-            },
-        ),
+        ("Routing", {"fields": (*ROUTING_FIELDS, "billing_verdict", "rungs")}),
+        ("Live state", {"fields": ("latest_reading", *LIVE_STATE_FIELDS)}),
         ("History", {"fields": ("created_at", "updated_at")}),
     )
 

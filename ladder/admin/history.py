@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
@@ -12,16 +10,10 @@ from ladder.admin.base import ReadOnlyHistoryMixin, VersionBumpingAdmin
 from ladder.models import EscalationEvent, FailureEvent, QuotaReading, QuotaWindow, UsageEvent
 
 
-class QuotaWindowInline(admin.TabularInline):
+class QuotaWindowInline(ReadOnlyHistoryMixin, admin.TabularInline):
     model = QuotaWindow
     extra = 0
     fields = ("position", "name", "remaining_pct", "reset_at", "scope_models", "latched")
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(QuotaReading)

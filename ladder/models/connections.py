@@ -36,6 +36,14 @@ def validate_above_zero(value: float) -> None:
 
 # The disabled reasons that a new credential clears (DESIGN L7).
 CREDENTIAL_REASONS = ("auth_failed", "needs_reauth")
+# What a new plain credential (typed, or cleared) writes: Connection.replace_credential's columns.
+PLAIN_CREDENTIAL_FIELDS = [
+    "credential_ciphertext",
+    "refresh_ciphertext",
+    "credential_expires_at",
+    "enabled",
+    "disabled_reason",
+]
 
 
 class Connection(models.Model):
