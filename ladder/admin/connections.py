@@ -44,9 +44,9 @@ def verdict_text(verdict: BillingVerdict) -> str:
     return text
 
 
-def rungs_text(connection_id: str, snapshot: Snapshot) -> str:
+def connection_rungs(obj: Connection, snapshot: Snapshot) -> str:
     """The rung of each catalog model the connection serves, grouped by rung."""
-    connection = snapshot.connections_by_id.get(connection_id)
+    connection = snapshot.connections_by_id.get(obj.pk)
     if connection is None:
         return "—"
     verdict = classify_billing(connection, snapshot.catalog_by_key)
@@ -80,10 +80,6 @@ def snapshot_columns(
 def connection_billing(obj: Connection, snapshot: Snapshot) -> str:
     connection = snapshot.connections_by_id.get(obj.pk)
     return "—" if connection is None else verdict_text(classify_billing(connection, snapshot.catalog_by_key))
-
-
-def connection_rungs(obj: Connection, snapshot: Snapshot) -> str:
-    return rungs_text(obj.pk, snapshot)
 
 
 def connection_reading(obj: Connection, snapshot: Snapshot) -> str:
