@@ -52,7 +52,7 @@ from ladder.domain import (
     rung_for,
 )
 from ladder.domain.autoid import parse_auto_id
-from ladder.domain.billing import BillingVerdict
+from ladder.domain.billing import BillingVerdict, catalog_key_label
 from ladder.domain.budgets import RungBudget
 from ladder.domain.credentials import NEEDS_REAUTH, REFRESHABLE_KINDS, default_owner, expires_in_text
 from ladder.domain.scopes import scope_words
@@ -695,7 +695,7 @@ def catalog_page_build(*, now: datetime) -> CatalogPage:
     for connection in snapshot.connections:
         by_kind[(connection.provider, connection.auth_type)].append(connection.id)
     uncurated = [
-        UncuratedKind(provider, auth, m.catalog_key_label(provider, auth), tuple(by_kind[(provider, auth)]))
+        UncuratedKind(provider, auth, catalog_key_label(provider, auth), tuple(by_kind[(provider, auth)]))
         for provider, auth in catalog_uncurated_kinds(snapshot=snapshot)
     ]
     entries = list(m.BillingCatalogEntry.objects.order_by("provider", "auth_type", "id"))

@@ -24,15 +24,10 @@ from django_htmx.middleware import HtmxDetails
 
 from ladder.dashboard import view_models as ds
 from ladder.dashboard.chart import chart_range_error
+from ladder.domain.alerts import ALERT_DELIVERY_STATUSES
+from ladder.domain.billing import catalog_key_label
 from ladder.domain.types import BILLINGS, OVERAGES
-from ladder.models import (
-    ALERT_DELIVERY_STATUSES,
-    AlertChannel,
-    AlertRule,
-    BillingCatalogEntry,
-    Connection,
-    catalog_key_label,
-)
+from ladder.models import AlertChannel, AlertRule, BillingCatalogEntry, Connection
 from ladder.security.login_throttle import ThrottledAuthenticationForm, throttled_answer
 from ladder.selectors.connections import connection_poll_floor
 from ladder.services.alert_delivery import enqueue_test

@@ -11,6 +11,7 @@ from django.db.models import Count, Min
 
 from ladder import models as m
 from ladder.domain.alerts import (
+    ALERT_DELIVERY_STATUSES,
     AUTO_ID_EMPTY,
     BEAT_SILENT,
     READINGS_STALE,
@@ -51,7 +52,7 @@ def alert_deliveries_recent(*, status: str | None = None, limit: int = 100) -> l
 
 def alert_delivery_counts() -> dict[str, int]:
     """How many deliveries each status holds (every status present, 0 when none). One query."""
-    counts = dict.fromkeys(m.ALERT_DELIVERY_STATUSES, 0)
+    counts = dict.fromkeys(ALERT_DELIVERY_STATUSES, 0)
     for (_, status), count in alert_delivery_figures().counts.items():
         counts[status] = counts.get(status, 0) + count
     return counts

@@ -31,7 +31,7 @@ from django.conf import settings
 from django.core.mail import EmailMessage
 from standardwebhooks import Webhook
 
-from ladder.models import alert_email_addresses
+from ladder.domain.alerts import alert_email_addresses
 
 USER_AGENT = "omniroute-ladder-alerts/1"
 DELIVERY_ID_HEADER = "X-Ladder-Delivery-Id"

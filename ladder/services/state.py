@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from ladder.domain.config import CONFIG_FIELDS
 from ladder.models import Connection, LadderConfiguration, StateVersion
+from ladder.models.connections import PLAIN_CREDENTIAL_FIELDS
 
 
 def bump_state_version() -> int:
@@ -89,16 +90,7 @@ def connection_set_credential(*, connection_id: str, credential: str | None) -> 
     with transaction.atomic():
         connection = Connection.objects.select_for_update().get(pk=connection_id)
         connection.replace_credential(credential)
-        connection.save(
-            update_fields=[
-                "credential_ciphertext",
-                "refresh_ciphertext",
-                "credential_expires_at",
-                "enabled",
-                "disabled_reason",
-                "updated_at",
-            ]
-        )
+        connection.save(update_fields=[*PLAIN_CREDENTIAL_FIELDS, "updated_at"])
         bump_state_version()
     return connection
 

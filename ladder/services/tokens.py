@@ -16,7 +16,8 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Q
 
-from ladder.models import GatewayToken, connection_ids_errors
+from ladder.models import GatewayToken
+from ladder.models.gateway_tokens import connection_ids_errors
 from ladder.selectors.tokens import GatewayTokenGrant, gateway_token_by_hash
 
 logger = logging.getLogger(__name__)
