@@ -154,8 +154,8 @@ class fake_upstream:
     def __enter__(self) -> str:
         argv = [
             sys.executable,
-            str(ROOT / "manage.py"),
-            "ladder_fake_upstream",
+            "-m",
+            "devtools.fakeupstream",
             "--port",
             "0",
             "--delay-ms",

@@ -68,7 +68,7 @@ def django_setup() -> None:
 def run(duration_s: float, lifetime_s: float) -> int:
     from cryptography.fernet import Fernet
 
-    from ladder.fakeupstream import run_fake_upstream
+    from devtools.fakeupstream import run_fake_upstream
 
     run_id = uuid.uuid4().hex[:10]
     with ExitStack() as stack:

@@ -12,8 +12,8 @@ from cryptography.fernet import Fernet
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl, run_fake_upstream
 from ladder.domain.windows import PROVIDER_POLL_FLOOR_S
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl, run_fake_upstream
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"

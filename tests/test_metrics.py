@@ -14,10 +14,10 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder import models as m
 from ladder.domain.alerts import ALERT_CHANNEL_KINDS, ALERT_DELIVERY_STATUSES, RULE_KINDS
 from ladder.domain.types import Reading, Window
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.providers import ADAPTERS
 from ladder.services import hotstate
 from ladder.services.readings import reading_record

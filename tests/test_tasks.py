@@ -11,8 +11,8 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 from django_celery_beat.schedulers import DatabaseScheduler
 
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder import tasks
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.models import Connection, EscalationEvent, Heartbeat, QuotaReading
 from ladder.selectors.snapshot import readings_latest
 from ladder.services.readings import reading_record

@@ -12,8 +12,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.admin.connections import ConnectionForm
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.models import Connection, QuotaReading, QuotaWindow
 from ladder.selectors.snapshot import snapshot_load, state_version_get
 from ladder.services.credentials import credential_import, credential_refresh

@@ -13,9 +13,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
 
+from devtools.fakeupstream import FakeUpstream
 from ladder import models as m
 from ladder import tasks
-from ladder.fakeupstream import FakeUpstream
 from ladder.services.refresh import claim_deadline, connection_refresh, connections_claim
 from tests.browser.conftest import wait
 from tests.dashboard.factories import (

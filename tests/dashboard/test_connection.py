@@ -13,9 +13,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder import models as m
 from ladder import tasks
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.selectors.snapshot import readings_latest, state_version_get
 from ladder.services import hotstate
 from ladder.services.refresh import claim_deadline, connection_refresh, connections_claim, refresh_is_pending

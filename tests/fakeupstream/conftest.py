@@ -5,8 +5,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl, load_fixtures, run_fake_upstream
-from ladder.fakeupstream.fixtures import KindFixture
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl, load_fixtures, run_fake_upstream
+from devtools.fakeupstream.fixtures import KindFixture
 
 FIXTURE_TIME = datetime(2026, 9, 1, 12, 0, 0, tzinfo=UTC)
 

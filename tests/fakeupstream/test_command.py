@@ -18,8 +18,8 @@ from tests.conftest import ROOT
 def test_it_starts_answers_and_stops_cleanly(stop_signal: signal.Signals) -> None:
     command = [
         sys.executable,
-        "manage.py",
-        "ladder_fake_upstream",
+        "-m",
+        "devtools.fakeupstream",
         "--port",
         "0",
         "--freeze-at",
@@ -63,8 +63,8 @@ def test_it_refuses_a_zone_less_freeze_moment() -> None:
     result = subprocess.run(
         [
             sys.executable,
-            "manage.py",
-            "ladder_fake_upstream",
+            "-m",
+            "devtools.fakeupstream",
             "--port",
             "0",
             "--freeze-at",

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl, run_fake_upstream
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl, run_fake_upstream
 from tests.fakeupstream.conftest import FIXTURE_TIME
 
 USAGE = "/api/oauth/usage"

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from ladder.fakeupstream.fixtures import DEFAULT_FIXTURES_DIR, load_fixtures
+from devtools.fakeupstream.fixtures import DEFAULT_FIXTURES_DIR, load_fixtures
 
 
 def test_it_ships_eighteen_fixture_copies() -> None:

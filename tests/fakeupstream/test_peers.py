@@ -1,5 +1,5 @@
-"""The answers other tools captured (``seed/fixtures/quota-peers``) are served like the fixtures' own
-error cases: ``peer:NN-slug`` of their kind, over real HTTP, timed by their own ``now_utc``."""
+"""The answers other tools captured (``data/quota-peers``) are served like the fixtures' own error
+cases: ``peer:NN-slug`` of their kind, over real HTTP, timed by their own ``now_utc``."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl, shift_times
-from ladder.fakeupstream.fixtures import DEFAULT_PEERS_DIR, KindFixture
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl, shift_times
+from devtools.fakeupstream.fixtures import DEFAULT_PEERS_DIR, KindFixture
 
 CASES = sorted(DEFAULT_PEERS_DIR.glob("*/*.json"))
 

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
-from ladder.fakeupstream.rewriters import REWRITERS, go_duration
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
+from devtools.fakeupstream.rewriters import REWRITERS, go_duration
 from tests.fakeupstream.conftest import FIXTURE_TIME
 
 RESET_AT = FIXTURE_TIME + timedelta(hours=3, minutes=20, seconds=30)

@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from ladder.fakeupstream import FakeUpstream, run_fake_upstream, shift_times
-from ladder.fakeupstream.fixtures import DEFAULT_FIXTURES_DIR
+from devtools.fakeupstream import FakeUpstream, run_fake_upstream, shift_times
+from devtools.fakeupstream.fixtures import DEFAULT_FIXTURES_DIR
 from tests.fakeupstream.conftest import FIXTURE_TIME
 
 DELTA = timedelta(days=37, hours=5, minutes=3, seconds=7)

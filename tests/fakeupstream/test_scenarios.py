@@ -8,7 +8,12 @@ from datetime import datetime, timedelta
 import httpx
 import pytest
 
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl, FakeUpstreamControlError, run_fake_upstream
+from devtools.fakeupstream import (
+    FakeUpstream,
+    FakeUpstreamControl,
+    FakeUpstreamControlError,
+    run_fake_upstream,
+)
 from tests.fakeupstream.conftest import FIXTURE_TIME
 
 USAGE = "/api/oauth/usage"

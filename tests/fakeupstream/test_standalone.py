@@ -10,7 +10,7 @@ SCRIPT = textwrap.dedent(
     """
     import sys
     import httpx
-    from ladder.fakeupstream import run_fake_upstream
+    from devtools.fakeupstream import run_fake_upstream
 
     with run_fake_upstream() as upstream:
         assert httpx.get(upstream.url_for("zai-glm") + "/api/monitor/usage/quota/limit").status_code == 200

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ladder.fakeupstream.fixtures import DEFAULT_FIXTURES_DIR
-from ladder.fakeupstream.timeshift import format_like, shift_times
+from devtools.fakeupstream.fixtures import DEFAULT_FIXTURES_DIR
+from devtools.fakeupstream.timeshift import format_like, shift_times
 from tests.fakeupstream.conftest import FIXTURE_TIME
 
 FIXTURE_FILES = sorted(DEFAULT_FIXTURES_DIR.glob("*.json"))

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from ladder.fakeupstream import FakeUpstream, run_fake_upstream
+from devtools.fakeupstream import FakeUpstream, run_fake_upstream
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder import models as m
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.services.credentials import credential_import
 from ladder.services.tokens import gateway_token_create
 from tests.gateway.conftest import Api, assert_error, assert_schema, make_connection

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ladder.fakeupstream import FakeUpstream
+from devtools.fakeupstream import FakeUpstream
 from tests.reliability.processes import (
     Database,
     Processes,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder import models as m
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.services.credentials import credential_import
 from ladder.services.tokens import gateway_token_create
 from ladder_client import (

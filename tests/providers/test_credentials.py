@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ladder.fakeupstream.tokens import Family, cli_file
+from devtools.fakeupstream.tokens import Family, cli_file
 from ladder.providers.credentials import CredentialFileError, jwt_expiry, parse_credential_file
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
@@ -17,7 +17,7 @@ EXPIRES = NOW + timedelta(hours=8)
 def file_of(kind: str, auth_method: str = "social") -> dict:
     family = Family(id="f1", kind=kind, account_id="acct-1", lifetime_s=8 * 3600, auth_method=auth_method)
     if kind == "codex-chatgpt":
-        from ladder.fakeupstream.tokens import _jwt
+        from devtools.fakeupstream.tokens import _jwt
 
         access = _jwt({"exp": int(EXPIRES.timestamp())})
     else:
@@ -56,7 +56,7 @@ def test_it_reads_kiro_idc_with_its_client() -> None:
 def test_it_reads_codex_expiry_from_the_jwt_and_account_from_its_claim() -> None:
     document = file_of("codex-chatgpt")
     del document["tokens"]["account_id"]
-    from ladder.fakeupstream.tokens import CODEX_AUTH_CLAIM, _jwt
+    from devtools.fakeupstream.tokens import CODEX_AUTH_CLAIM, _jwt
 
     document["tokens"]["access_token"] = _jwt(
         {"exp": int(EXPIRES.timestamp()), CODEX_AUTH_CLAIM: {"chatgpt_account_id": "acct-9"}}

@@ -1,4 +1,4 @@
-"""Upstream answers captured by other tools (``ladder/seed/fixtures/quota-peers``), replayed over HTTP.
+"""Upstream answers captured by other tools (``devtools/fakeupstream/data/quota-peers``), replayed over HTTP.
 
 Each case says what it means and what the adapter must read from it: a failure classification, a
 reading from the usage endpoint, or a reading of passive headers. Only the keys a case's ``expect``
@@ -15,12 +15,12 @@ from typing import Any
 import httpx
 import pytest
 
+from devtools.fakeupstream.fixtures import DEFAULT_PEERS_DIR
 from ladder.domain.types import Failure, Reading
 from ladder.providers import FetchError
 from ladder.providers.registry import ADAPTERS
 from tests.providers.conftest import FakeUpstream, Route, connection_for, roundtrip_case
 
-PEERS_DIR = Path(__file__).resolve().parents[2] / "ladder" / "seed" / "fixtures" / "quota-peers"
 # The usage call of each kind that polls: (method, path, connection params that skip discovery).
 POLL_CALLS: dict[str, tuple[str, str, dict[str, str]]] = {
     "claude-oauth": ("GET", "/api/oauth/usage", {}),
@@ -33,7 +33,7 @@ POLL_CALLS: dict[str, tuple[str, str, dict[str, str]]] = {
     "openrouter": ("GET", "/api/v1/key", {}),
     "zai-glm": ("GET", "/api/monitor/usage/quota/limit", {}),
 }
-CASES = sorted(PEERS_DIR.glob("*/*.json"))
+CASES = sorted(DEFAULT_PEERS_DIR.glob("*/*.json"))
 
 
 def case_id(path: Path) -> str:

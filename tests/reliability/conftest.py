@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 
 # The API tests' in-process fixtures (a JSON client with a token, a frozen API clock, refresh
 # requests recorded instead of queued) for the clock-edge tests; the last two are autouse there.

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from tests.reliability.conftest import AUTH, TOKEN_SPEC
 from tests.reliability.processes import Database, Processes, RedisServer, seed, wait_until
 

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.providers import ADAPTERS
 from tests.reliability.conftest import AUTH, GATEWAY_TOKEN, TOKEN_SPEC
 from tests.reliability.processes import ROOT, WORKER_READY, Database, Processes, seed, wait_until

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ladder.fakeupstream import FakeUpstream
+from devtools.fakeupstream import FakeUpstream
 from tests.reliability.conftest import AUTH, TOKEN_SPEC, Stack
 from tests.reliability.processes import (
     WORKER_READY,

@@ -20,8 +20,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from devtools.fakeupstream import FakeUpstream
 from ladder import models as m
-from ladder.fakeupstream import FakeUpstream
 from ladder.gateway.snapshot_cache import snapshot_cache
 from ladder.security.crypto import CredentialDecryptionError
 from ladder.security.logredact import SecretRedactingFilter
@@ -231,7 +231,7 @@ def test_a_structured_credential_reaches_no_export_metric_or_debug_log(
     upstream: FakeUpstream, superuser_client: Client, debug_log: io.StringIO
 ) -> None:
     """Issue 17: access and refresh tokens of a ladder-owned credential, refreshed once after a 401."""
-    from ladder.fakeupstream import FakeUpstreamControl
+    from devtools.fakeupstream import FakeUpstreamControl
     from ladder.services.credentials import credential_import
 
     m.Connection.objects.create(

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from django.utils import timezone
 
+from devtools.fakeupstream import FakeUpstream, run_fake_upstream
 from ladder import models as m
-from ladder.fakeupstream import FakeUpstream, run_fake_upstream
 from ladder.services import alerts
 from ladder.services.alerts import alerts_evaluate
 from ladder.services.refresh import claim_deadline, connection_refresh, connections_claim

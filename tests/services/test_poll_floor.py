@@ -14,10 +14,10 @@ import httpx
 import pytest
 from django.utils import timezone
 
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.domain.resolve import resolve
 from ladder.domain.types import Candidate, Reading, Window
 from ladder.domain.windows import PROVIDER_POLL_FLOOR_S
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.models import Connection, FailureEvent
 from ladder.providers import ADAPTERS
 from ladder.selectors.snapshot import readings_latest, snapshot_load

@@ -15,7 +15,7 @@ from django.db import connection as db_connection
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.models import Connection, FailureEvent, QuotaReading
 from ladder.providers import ADAPTERS
 from ladder.selectors.snapshot import live_state_since, readings_latest, state_version_get, state_versions_get

@@ -37,7 +37,6 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from ladder.fakeupstream import FakeUpstreamControl, FakeUpstreamControlError
 from ladder.management.commands.ladder_demo import DEMO_CONNECTIONS
 from ladder.models import Connection, LadderConfiguration
 from ladder.services import bump_state_version
@@ -146,6 +145,15 @@ def signal_group(proc: subprocess.Popen[bytes], signum: int) -> None:
         os.killpg(proc.pid, signum)
 
 
+def upstream_control(client: httpx.Client, action: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """POST to the fake upstream's control API (devtools/fakeupstream, a child process: the product
+    never imports it); its JSON answer."""
+    response = client.post(f"/_control/{action}", json=payload)
+    response.raise_for_status()
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
 def redis_answers(url: str) -> bool:
     try:
         return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5).ping())
@@ -192,7 +200,7 @@ class Command(BaseCommand):
         python = sys.executable
         manage = str(Path(settings.BASE_DIR) / "manage.py")
         upstream = Child(
-            "fake upstream", [python, manage, "ladder_fake_upstream", "--port", str(options["upstream_port"])]
+            "fake upstream", [python, "-m", "devtools.fakeupstream", "--port", str(options["upstream_port"])]
         )
         others = [
             Child(
@@ -258,18 +266,19 @@ class Command(BaseCommand):
     def _demo_start(self, upstream_url: str) -> None:
         """Once the fake upstream answers: set the demo's scenarios, then give every demo connection
         its first reading (one synchronous refresh pass) before the web server starts."""
-        with FakeUpstreamControl(upstream_url, timeout_s=2.0) as control:
+        with httpx.Client(base_url=upstream_url, timeout=2.0) as control:
             deadline = time.monotonic() + 15
             while True:
                 try:
-                    control.state()
+                    control.get("/_control/state").raise_for_status()
                     break
-                except (httpx.HTTPError, FakeUpstreamControlError, ValueError):
+                except httpx.HTTPError:
                     if time.monotonic() > deadline:
                         raise CommandError(f"the fake upstream does not answer at {upstream_url}") from None
                     time.sleep(0.2)
             kind, connection = DEMO_DRAINING
-            control.drain(kind, connection=connection, drain_s=DEMO_DRAIN_S, reset_after_s=DEMO_SPENT_S)
+            scenario = {"scenario": "drain", "drain_s": DEMO_DRAIN_S, "reset_after_s": DEMO_SPENT_S}
+            upstream_control(control, "scenario", {"kind": kind, "connection": connection, **scenario})
             self._demo_logins(control)
         self.stdout.write(
             f"demo: {connection} drains to 0 % over {DEMO_DRAIN_S / 60:g} min, "
@@ -287,14 +296,14 @@ class Command(BaseCommand):
             f"demo: first refresh pass over {len(ids)} connections: {outcomes or 'nothing to do'}"
         )
 
-    def _demo_logins(self, control: FakeUpstreamControl) -> None:
+    def _demo_logins(self, control: httpx.Client) -> None:
         """The demo's OAuth plans log in afresh at the fake upstream (its tokens live in its memory) with
         tokens of a few minutes, owned by the ladder: a newcomer sees "expires in", then a refresh."""
         lifetime_s = float(os.environ.get("LADDER_DEMO_TOKEN_LIFETIME_S", str(DEMO_TOKEN_LIFETIME_S)))
         for connection_id, kind in DEMO_LOGINS:
             if not Connection.objects.filter(pk=connection_id).exists():
                 continue
-            minted = control.mint_login(kind, lifetime_s=lifetime_s)
+            minted = upstream_control(control, "tokens", {"kind": kind, "lifetime_s": lifetime_s})
             credential_import(connection_id=connection_id, text=json.dumps(minted["file"]), owner="ladder")
         self.stdout.write(
             f"demo: {', '.join(cid for cid, _ in DEMO_LOGINS)} hold ladder-owned tokens of "

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-from ladder.fakeupstream.timeshift import format_like
+from devtools.fakeupstream.timeshift import format_like
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ZAI_TEXT_ZONE = timezone(timedelta(hours=8))  # z.ai writes zone-less reset times in UTC+8

@@ -1,7 +1,8 @@
 """A fake upstream that replays the quota fixtures over HTTP, with time moved to now.
 
-No Django here (only the ``ladder_fake_upstream`` management command imports it), so tests and
-benchmarks can run it standalone::
+A development tool, not product: no Django, nothing of the product imports it, and the wheel leaves
+it out. ``python -m devtools.fakeupstream`` serves it in the foreground (``make run`` starts it so);
+tests and benchmarks run it in a thread::
 
     with run_fake_upstream() as upstream:              # port 0: a free port
         client = httpx.Client(base_url=upstream.url_for("claude-oauth"))
@@ -75,7 +76,7 @@ Control API (JSON in, JSON out)
     ``error``  ``case`` (required), ``times`` = null (until cleared), ``call`` = null (any request)
         serve the fixture's ``errors[case]`` (shifted) — or a generic ``http_<status>`` such as
         ``http_500`` — for the next ``times`` requests. A peer case (an answer another tool
-        captured, ``seed/fixtures/quota-peers/<kind>/NN-slug.json``) is the case ``peer:NN-slug``,
+        captured, ``data/quota-peers/<kind>/NN-slug.json``) is the case ``peer:NN-slug``,
         any status, shifted by now − its ``now_utc``: ``call`` = the usage call serves a poll case.
     ``slow``  ``delay_ms`` — delay every reply of the scope; kind null sets the global delay.
     ``malformed``  ``times``, ``call`` — status of the call, body cut in half (invalid JSON).
@@ -92,11 +93,11 @@ Control API (JSON in, JSON out)
 
 from __future__ import annotations
 
-from ladder.fakeupstream.app import URL_SCHEME, FakeUpstreamApp
-from ladder.fakeupstream.client import FakeUpstreamControl, FakeUpstreamControlError, connection_base_url
-from ladder.fakeupstream.fixtures import DEFAULT_FIXTURES_DIR, load_fixtures
-from ladder.fakeupstream.runner import FakeUpstream, run_fake_upstream
-from ladder.fakeupstream.timeshift import shift_times
+from devtools.fakeupstream.app import URL_SCHEME, FakeUpstreamApp
+from devtools.fakeupstream.client import FakeUpstreamControl, FakeUpstreamControlError, connection_base_url
+from devtools.fakeupstream.fixtures import DEFAULT_FIXTURES_DIR, load_fixtures
+from devtools.fakeupstream.runner import FakeUpstream, run_fake_upstream
+from devtools.fakeupstream.timeshift import shift_times
 
 __all__ = [
     "DEFAULT_FIXTURES_DIR",

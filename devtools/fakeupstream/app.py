@@ -12,22 +12,22 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from ladder.fakeupstream.fixtures import (
+from devtools.fakeupstream.fixtures import (
     ECHO_ERRORS,
     ECHO_PLACEHOLDER,
     ECHO_SUFFIX_CHARS,
     KindFixture,
     normalise_path,
 )
-from ladder.fakeupstream.rewriters import REWRITERS, UNSUPPORTED, Quota, Served, apply_exhaustion_extras
-from ladder.fakeupstream.timeshift import shift_times, whole_seconds
-from ladder.fakeupstream.tokens import DEFAULT_LIFETIME_S, TokenAuthority, bearer_of
+from devtools.fakeupstream.rewriters import REWRITERS, UNSUPPORTED, Quota, Served, apply_exhaustion_extras
+from devtools.fakeupstream.timeshift import shift_times, whole_seconds
+from devtools.fakeupstream.tokens import DEFAULT_LIFETIME_S, TokenAuthority, bearer_of
 
 CONTROL_PREFIX = "/_control"
 URL_SCHEME = (
     "  {url}/<kind>/<upstream path>                 replay kind's fixture (shared state per kind)\n"
     "  {url}/<kind>/@<connection>/<upstream path>   same, with state of its own for that connection\n"
-    "  {url}/_control/state | scenario | reset | clock   control API (see ladder.fakeupstream)"
+    "  {url}/_control/state | scenario | reset | clock   control API (see devtools.fakeupstream)"
 )
 FaultMode = Literal["malformed", "oversized", "reset_connection"]
 DEFAULT_OVERSIZED_MB = 16.0

@@ -8,11 +8,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import TextIO
 
-from ladder.fakeupstream.app import FakeUpstreamApp
-from ladder.fakeupstream.client import FakeUpstreamControl, connection_base_url
-from ladder.fakeupstream.fixtures import load_fixtures
-from ladder.fakeupstream.server import FakeUpstreamServer
-from ladder.fakeupstream.tokens import DEFAULT_LIFETIME_S
+from devtools.fakeupstream.app import FakeUpstreamApp
+from devtools.fakeupstream.client import FakeUpstreamControl, connection_base_url
+from devtools.fakeupstream.fixtures import load_fixtures
+from devtools.fakeupstream.server import FakeUpstreamServer
+from devtools.fakeupstream.tokens import DEFAULT_LIFETIME_S
 
 
 class FakeUpstream:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-DEFAULT_FIXTURES_DIR = Path(__file__).resolve().parent.parent / "seed" / "fixtures" / "quota"
+DEFAULT_FIXTURES_DIR = Path(__file__).resolve().parent / "data" / "quota"
 # Upstream answers other tools captured, ``<kind>/NN-slug.json`` (see its README): each is served as
 # the error case ``peer:NN-slug`` of its kind, timed by its own ``now_utc``.
 DEFAULT_PEERS_DIR = DEFAULT_FIXTURES_DIR.parent / "quota-peers"

@@ -76,7 +76,7 @@ class FakeUpstreamControl:
             and (call == ANY or row["call"] == call)
         )
 
-    # --- token endpoints (ladder.fakeupstream.tokens) ---
+    # --- token endpoints (devtools.fakeupstream.tokens) ---
 
     def mint_login(
         self,
