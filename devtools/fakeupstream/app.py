@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import math
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from datetime import datetime
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from devtools.fakeupstream.clock import Clock
 from devtools.fakeupstream.fixtures import (
     ECHO_ERRORS,
     ECHO_PLACEHOLDER,
@@ -19,7 +19,21 @@ from devtools.fakeupstream.fixtures import (
     KindFixture,
     normalise_path,
 )
-from devtools.fakeupstream.rewriters import REWRITERS, UNSUPPORTED, Quota, Served, apply_exhaustion_extras
+from devtools.fakeupstream.payload import ControlError, read_moment, read_number, read_str
+from devtools.fakeupstream.replies import AnyReply, DropReply, Reply, StreamReply, json_reply, served_reply
+from devtools.fakeupstream.rewriters import REWRITERS, UNSUPPORTED
+from devtools.fakeupstream.rewriting import Quota, Served, apply_exhaustion_extras
+from devtools.fakeupstream.scenarios import (
+    Drain,
+    ErrorPlan,
+    Fault,
+    Pinned,
+    Scope,
+    ScopeKey,
+    Variant,
+    scenario_update,
+    take_plan,
+)
 from devtools.fakeupstream.timeshift import shift_times, whole_seconds
 from devtools.fakeupstream.tokens import DEFAULT_LIFETIME_S, TokenAuthority, bearer_of
 
@@ -29,207 +43,6 @@ URL_SCHEME = (
     "  {url}/<kind>/@<connection>/<upstream path>   same, with state of its own for that connection\n"
     "  {url}/_control/state | scenario | reset | clock   control API (see devtools.fakeupstream)"
 )
-FaultMode = Literal["malformed", "oversized", "reset_connection"]
-DEFAULT_OVERSIZED_MB = 16.0
-
-
-class ControlError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-# --- scenario state --------------------------------------------------------------------------
-
-
-@dataclass
-class Drain:
-    drain_s: float
-    reset_after_s: float
-    start_pct: float
-    end_pct: float
-    started_at: datetime
-    exhausted_error: str | None
-
-    def at(self, now: datetime) -> tuple[float, datetime]:
-        """Remaining % and the reset moment of the current cycle."""
-        cycle = self.drain_s + self.reset_after_s
-        elapsed = max(0.0, (now - self.started_at).total_seconds())
-        index = int(elapsed // cycle)
-        phase = elapsed - index * cycle
-        top = self.start_pct if index == 0 else 100.0
-        if phase < self.drain_s:
-            remaining = top - (top - self.end_pct) * phase / self.drain_s
-        else:
-            remaining = self.end_pct
-        return remaining, self.started_at + timedelta(seconds=(index + 1) * cycle)
-
-    def describe(self, now: datetime) -> dict[str, Any]:
-        remaining, reset_at = self.at(now)
-        return {
-            "scenario": "drain",
-            "drain_s": self.drain_s,
-            "reset_after_s": self.reset_after_s,
-            "start_pct": self.start_pct,
-            "end_pct": self.end_pct,
-            "started_at": self.started_at.isoformat(),
-            "exhausted_error": self.exhausted_error,
-            "remaining_pct": round(remaining, 4),
-            "reset_at": reset_at.isoformat(),
-        }
-
-
-@dataclass
-class Pinned:
-    remaining_pct: float
-    reset_at: datetime | None
-    exhausted_error: str | None
-
-    def at(self, now: datetime) -> tuple[float, datetime | None]:
-        return self.remaining_pct, self.reset_at
-
-    def describe(self, now: datetime) -> dict[str, Any]:
-        return {
-            "scenario": "set",
-            "remaining_pct": self.remaining_pct,
-            "reset_at": self.reset_at.isoformat() if self.reset_at else None,
-            "exhausted_error": self.exhausted_error,
-        }
-
-
-@dataclass
-class ErrorPlan:
-    case: str
-    remaining: int | None
-    call: str | None
-
-    def describe(self) -> dict[str, Any]:
-        return {"scenario": "error", "case": self.case, "times_left": self.remaining, "call": self.call}
-
-
-@dataclass
-class Fault:
-    mode: FaultMode
-    remaining: int | None
-    call: str | None
-    size_bytes: int = 0
-    chunked: bool = False
-
-    def describe(self) -> dict[str, Any]:
-        described: dict[str, Any] = {"scenario": self.mode, "times_left": self.remaining, "call": self.call}
-        if self.mode == "oversized":
-            described |= {"size_bytes": self.size_bytes, "chunked": self.chunked}
-        return described
-
-
-@dataclass
-class Variant:
-    name: str
-    call: str
-
-    def describe(self) -> dict[str, Any]:
-        return {"scenario": "variant", "variant": self.name, "call": self.call}
-
-
-@dataclass
-class Scope:
-    quota: Drain | Pinned | None = None
-    error: ErrorPlan | None = None
-    fault: Fault | None = None
-    delay_ms: float | None = None
-    variant: Variant | None = None
-
-    def describe(self, now: datetime) -> dict[str, Any]:
-        return {
-            "quota": self.quota.describe(now) if self.quota else None,
-            "error": self.error.describe() if self.error else None,
-            "fault": self.fault.describe() if self.fault else None,
-            "delay_ms": self.delay_ms,
-            "variant": self.variant.describe() if self.variant else None,
-        }
-
-
-ScopeKey = tuple[str | None, str | None]
-
-
-class Clock:
-    """Real UTC time, optionally frozen at a moment or moved by an offset."""
-
-    def __init__(self, frozen_at: datetime | None = None) -> None:
-        self._lock = threading.Lock()
-        self._initial = frozen_at
-        self._frozen_at = frozen_at
-        self._offset = timedelta()
-
-    def now(self) -> datetime:
-        with self._lock:
-            if self._frozen_at is not None:
-                return self._frozen_at
-            return datetime.now(UTC) + self._offset
-
-    def freeze(self, at: datetime) -> None:
-        with self._lock:
-            self._frozen_at = at
-
-    def advance(self, seconds: float) -> None:
-        with self._lock:
-            if self._frozen_at is not None:
-                self._frozen_at += timedelta(seconds=seconds)
-            else:
-                self._offset += timedelta(seconds=seconds)
-
-    def thaw(self) -> None:
-        with self._lock:
-            self._frozen_at = None
-            self._offset = timedelta()
-
-    def restore(self) -> None:
-        with self._lock:
-            self._frozen_at = self._initial
-            self._offset = timedelta()
-
-    def describe(self) -> dict[str, Any]:
-        with self._lock:
-            frozen, offset = self._frozen_at, self._offset
-        return {"frozen": frozen is not None, "offset_s": offset.total_seconds()}
-
-
-# --- replies ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Reply:
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes
-    delay_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class StreamReply:
-    """A large body written in chunks; valid JSON of exactly ``size_bytes``."""
-
-    status: int
-    headers: list[tuple[str, str]]
-    size_bytes: int
-    chunked: bool
-    delay_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class DropReply:
-    """Close the connection without answering."""
-
-    delay_s: float = 0.0
-
-
-AnyReply = Reply | StreamReply | DropReply
-
-
-def json_reply(status: int, payload: Any, *, delay_s: float = 0.0) -> Reply:
-    body = json.dumps(payload, ensure_ascii=False).encode()
-    return Reply(status, [("content-type", "application/json")], body, delay_s)
 
 
 @dataclass
@@ -240,9 +53,6 @@ class _Resolved:
     quota: Drain | Pinned | None
     variant: Variant | None
     now: datetime
-
-
-# --- the app ---------------------------------------------------------------------------------
 
 
 @dataclass
@@ -307,7 +117,7 @@ class FakeUpstreamApp:
             if case in ECHO_ERRORS:
                 error = _echoed(error, case, headers or {})
             served = self._shifted(fixture, error, resolved.now, fixture.error_time(case))
-            return _served_reply(served, f"{kind}/error:{resolved.error.case}", delay_s)
+            return served_reply(served, f"{kind}/error:{resolved.error.case}", delay_s)
 
         quota = self._quota(resolved)
         rewriter = REWRITERS.get(kind)
@@ -319,7 +129,7 @@ class FakeUpstreamApp:
                 served = self._shifted(fixture, error, resolved.now, fixture.error_time(exhausted_case))
                 rewriter.rewrite(served, quota)
                 apply_exhaustion_extras(served, quota)
-                return _served_reply(served, f"{kind}/exhausted:{exhausted_case}", delay_s)
+                return served_reply(served, f"{kind}/exhausted:{exhausted_case}", delay_s)
 
         if call is None:
             if path_known:
@@ -335,14 +145,14 @@ class FakeUpstreamApp:
         served = self._shifted(fixture, raw, resolved.now)
         if quota is not None and rewriter is not None:
             rewriter.rewrite(served, quota)
-        return _served_reply(served, tag, delay_s)
+        return served_reply(served, tag, delay_s)
 
     def _access_refused(self, fixture: KindFixture, kind: str, access: str) -> Reply:
         """A 401 (the kind's own ``token_expired`` answer when its fixture has one)."""
         error = fixture.error("token_expired")
         if error is not None:
             served = self._shifted(fixture, error, self.clock.now())
-            return _served_reply(served, f"{kind}/token:{access}", 0.0)
+            return served_reply(served, f"{kind}/token:{access}", 0.0)
         body = {"error": {"type": "authentication_error", "message": f"OAuth access token {access}"}}
         return Reply(
             401,
@@ -356,8 +166,8 @@ class FakeUpstreamApp:
             self._counts[(kind, connection, call_name)] += 1
             scopes = [self._scopes[key] for key in dict.fromkeys(keys) if key in self._scopes]
             delay_ms = next((s.delay_ms for s in scopes if s.delay_ms is not None), self.delay_ms)
-            fault = _take(scopes, "fault", call_name)
-            error = None if fault else _take(scopes, "error", call_name)
+            fault = take_plan(scopes, "fault", call_name)
+            error = None if fault else take_plan(scopes, "error", call_name)
             quota = next((s.quota for s in scopes if s.quota is not None), None)
             variant = next((s.variant for s in scopes if s.variant is not None), None)
         return _Resolved(delay_ms, fault, error, quota, variant, self.clock.now())
@@ -489,8 +299,8 @@ class FakeUpstreamApp:
 
     def _control_tokens_mint(self, payload: dict[str, Any]) -> dict[str, Any]:
         lifetime = payload.get("lifetime_s")
-        lifetime_s = None if lifetime is None else _number(payload, "lifetime_s", minimum=0.001)
-        kind = _opt_str(payload, "kind")
+        lifetime_s = None if lifetime is None else read_number(payload, "lifetime_s", minimum=0.001)
+        kind = read_str(payload, "kind")
         if kind is None:
             if lifetime_s is None:
                 raise ControlError(400, "give a kind to mint a login, or lifetime_s to set the default")
@@ -501,15 +311,15 @@ class FakeUpstreamApp:
                 kind,
                 self.clock.now(),
                 lifetime_s=lifetime_s,
-                account_id=_opt_str(payload, "account_id"),
-                auth_method=_opt_str(payload, "auth_method") or "social",
+                account_id=read_str(payload, "account_id"),
+                auth_method=read_str(payload, "auth_method") or "social",
             )
         except ValueError as exc:
             raise ControlError(400, str(exc)) from None
 
     def _control_reset(self, payload: dict[str, Any]) -> dict[str, Any]:
-        kind = _opt_str(payload, "kind")
-        connection = _opt_str(payload, "connection")
+        kind = read_str(payload, "kind")
+        connection = read_str(payload, "connection")
         with self._lock:
             if kind is None:
                 self._scopes.clear()
@@ -529,15 +339,15 @@ class FakeUpstreamApp:
         if payload.get("real"):
             self.clock.thaw()
         if payload.get("now") is not None:
-            self.clock.freeze(_moment(payload, "now"))
+            self.clock.freeze(read_moment(payload, "now"))
         if payload.get("advance_s") is not None:
-            self.clock.advance(_number(payload, "advance_s"))
+            self.clock.advance(read_number(payload, "advance_s"))
         return {"ok": True, "now": self.clock.now().isoformat(), **self.clock.describe()}
 
     def _control_scenario(self, payload: dict[str, Any]) -> dict[str, Any]:
-        kind = _opt_str(payload, "kind")
-        connection = _opt_str(payload, "connection")
-        scenario = _opt_str(payload, "scenario") or "static"
+        kind = read_str(payload, "kind")
+        connection = read_str(payload, "connection")
+        scenario = read_str(payload, "scenario") or "static"
         fixture = None
         if kind is not None:
             fixture = self.fixtures.get(kind)
@@ -554,100 +364,17 @@ class FakeUpstreamApp:
                     self.delay_ms = self._initial_delay_ms
                 return {"ok": True, "kind": kind, "connection": connection, "scenario": "static"}
             if scenario == "slow" and kind is None:
-                self.delay_ms = _number(payload, "delay_ms", minimum=0)
+                self.delay_ms = read_number(payload, "delay_ms", minimum=0)
                 return {"ok": True, "kind": None, "connection": None, "delay_ms": self.delay_ms}
-        scope_update = self._scenario_update(scenario, fixture, payload, now)
+        scope_update = scenario_update(scenario, fixture, payload, now)
         with self._lock:
             scope = self._scopes.setdefault(key, Scope())
             scope_update(scope)
             described = scope.describe(now)
         return {"ok": True, "kind": kind, "connection": connection, "scenario": scenario, **described}
 
-    def _scenario_update(
-        self, scenario: str, fixture: KindFixture | None, payload: dict[str, Any], now: datetime
-    ) -> Callable[[Scope], None]:
-        if scenario in ("malformed", "oversized", "reset_connection"):
-            call = _call_param(payload, fixture)
-            times = _times(payload)
-            size_bytes = 0
-            if scenario == "oversized":
-                size_mb = _number(payload, "size_mb", default=DEFAULT_OVERSIZED_MB, minimum=0.000_1)
-                size_bytes = max(64, math.ceil(size_mb * 1024 * 1024))
-            chunked = bool(payload.get("chunked", False))
-            fault = Fault(scenario, times, call, size_bytes, chunked)  # type: ignore[arg-type]
-            return lambda scope: setattr(scope, "fault", fault)
-        if scenario == "slow":
-            delay_ms = _number(payload, "delay_ms", minimum=0)
-            return lambda scope: setattr(scope, "delay_ms", delay_ms)
-        if fixture is None:
-            raise ControlError(400, f"scenario {scenario!r} needs a kind")
-        if scenario == "error":
-            case = _opt_str(payload, "case")
-            if case is None or not fixture.has_error(case):
-                raise ControlError(
-                    400,
-                    f"unknown error case {case!r} for {fixture.kind}; "
-                    f"cases: {fixture.cases()}, http_<status> or {', '.join(ECHO_ERRORS)}",
-                )
-            plan = ErrorPlan(case, _times(payload), _call_param(payload, fixture))
-            return lambda scope: setattr(scope, "error", plan)
-        if scenario == "variant":
-            name = _opt_str(payload, "variant")
-            if name is None or name not in fixture.variants:
-                known = sorted(fixture.variants)
-                raise ControlError(400, f"unknown variant {name!r} for {fixture.kind}; variants: {known}")
-            call = _call_param(payload, fixture) or next(iter(fixture.calls), None)
-            if call is None:
-                raise ControlError(400, f"{fixture.kind} has no call to replace")
-            variant = Variant(name, call)
-            return lambda scope: setattr(scope, "variant", variant)
-        if scenario in ("drain", "set"):
-            if fixture.kind not in REWRITERS:
-                reason = UNSUPPORTED.get(fixture.kind, "no rewriter")
-                raise ControlError(400, f"{fixture.kind} cannot show a remaining percent: {reason}")
-            exhausted = _opt_str(payload, "exhausted_error")
-            if exhausted is not None and not fixture.has_error(exhausted):
-                raise ControlError(400, f"unknown error case {exhausted!r} for {fixture.kind}")
-            quota: Drain | Pinned
-            if scenario == "drain":
-                start_pct = _number(payload, "start_pct", default=100.0, minimum=0, maximum=100)
-                quota = Drain(
-                    drain_s=_number(payload, "drain_s", minimum=0.001),
-                    reset_after_s=_number(payload, "reset_after_s", default=0.0, minimum=0),
-                    start_pct=start_pct,
-                    end_pct=_number(payload, "end_pct", default=0.0, minimum=0, maximum=start_pct),
-                    started_at=_moment(payload, "started_at") if payload.get("started_at") else now,
-                    exhausted_error=exhausted,
-                )
-            else:
-                quota = Pinned(
-                    remaining_pct=_number(payload, "remaining_pct", minimum=0, maximum=100),
-                    reset_at=_moment(payload, "reset_at") if payload.get("reset_at") else None,
-                    exhausted_error=exhausted,
-                )
-            return lambda scope: setattr(scope, "quota", quota)
-        raise ControlError(
-            400,
-            f"unknown scenario {scenario!r}; scenarios: static drain set error slow malformed oversized "
-            "reset_connection variant",
-        )
-
 
 # --- helpers ---------------------------------------------------------------------------------
-
-
-def _take(scopes: list[Scope], attr: Literal["fault", "error"], call_name: str | None) -> Any:
-    """The nearest matching one-shot plan; counts one use and drops it when used up (lock held)."""
-    for scope in scopes:
-        plan: Fault | ErrorPlan | None = getattr(scope, attr)
-        if plan is None or (plan.call is not None and plan.call != call_name):
-            continue
-        if plan.remaining is not None:
-            plan.remaining -= 1
-            if plan.remaining <= 0:
-                setattr(scope, attr, None)
-        return plan
-    return None
 
 
 def _in_scope(key: tuple[str | None, ...], kind: str, connection: str | None) -> bool:
@@ -667,82 +394,9 @@ def _echoed(error: dict[str, Any], case: str, headers: Mapping[str, str]) -> dic
     return {**error, "body": {"error": {**error["body"]["error"], "message": message}}}
 
 
-def _served_reply(served: Served, tag: str, delay_s: float) -> Reply:
-    headers = list(served.headers.items())
-    names = {name.lower() for name, _ in headers}
-    headers = [(n, v) for n, v in headers if n.lower() not in ("content-length", "transfer-encoding")]
-    body = b""
-    if served.body is not None:
-        body = json.dumps(served.body, ensure_ascii=False).encode()
-        if "content-type" not in names:
-            headers.append(("content-type", "application/json"))
-    headers.append(("x-fake-upstream", tag))
-    return Reply(served.status, headers, body, delay_s)
-
-
 def _routes(fixture: KindFixture) -> dict[str, str]:
     return {name: f"{call.method} {call.path}" for name, call in fixture.calls.items()}
 
 
 def _path_of(target: str) -> str:
     return urlsplit(target).path if "://" in target else target.split("?", 1)[0]
-
-
-def _opt_str(payload: dict[str, Any], name: str) -> str | None:
-    value = payload.get(name)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise ControlError(400, f"{name} must be a string")
-    return value
-
-
-def _number(
-    payload: dict[str, Any],
-    name: str,
-    *,
-    default: float | None = None,
-    minimum: float | None = None,
-    maximum: float | None = None,
-) -> float:
-    value = payload.get(name, default)
-    if value is None:
-        raise ControlError(400, f"{name} is required")
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ControlError(400, f"{name} must be a number")
-    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        raise ControlError(400, f"{name} must lie in [{minimum}, {maximum}]")
-    return float(value)
-
-
-def _times(payload: dict[str, Any]) -> int | None:
-    value = payload.get("times")
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ControlError(400, "times must be a positive integer or null (until cleared)")
-    return value
-
-
-def _call_param(payload: dict[str, Any], fixture: KindFixture | None) -> str | None:
-    call = _opt_str(payload, "call")
-    if call is None:
-        return None
-    if fixture is None:
-        raise ControlError(400, "call needs a kind")
-    if call not in fixture.calls:
-        raise ControlError(400, f"unknown call {call!r} for {fixture.kind}; calls: {sorted(fixture.calls)}")
-    return call
-
-
-def _moment(payload: dict[str, Any], name: str) -> datetime:
-    value = payload.get(name)
-    if not isinstance(value, str):
-        raise ControlError(400, f"{name} must be an ISO-8601 string")
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError as exc:
-        raise ControlError(400, f"{name}: {exc}") from exc
-    if moment.tzinfo is None:
-        raise ControlError(400, f"{name} needs a zone (e.g. Z)")
-    return moment.astimezone(UTC)

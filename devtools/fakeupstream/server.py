@@ -14,14 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
 from typing import Any, TextIO
 
-from devtools.fakeupstream.app import (
-    CONTROL_PREFIX,
-    DropReply,
-    FakeUpstreamApp,
-    Reply,
-    StreamReply,
-    json_reply,
-)
+from devtools.fakeupstream.app import CONTROL_PREFIX, FakeUpstreamApp
+from devtools.fakeupstream.replies import DropReply, Reply, StreamReply, json_reply
 
 _CHUNK = 64 * 1024
 _MAX_REQUEST_BODY = 32 * 1024 * 1024

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
-from devtools.fakeupstream.rewriters import REWRITERS, go_duration
+from devtools.fakeupstream.rewriters import REWRITERS
+from devtools.fakeupstream.rewriting import go_duration
 from tests.fakeupstream.conftest import FIXTURE_TIME
 
 RESET_AT = FIXTURE_TIME + timedelta(hours=3, minutes=20, seconds=30)
