@@ -68,12 +68,12 @@ def django_setup() -> None:
 def run(duration_s: float, lifetime_s: float) -> int:
     from cryptography.fernet import Fernet
 
-    from devtools.fakeupstream import run_fake_upstream
+    from devtools.fakeupstream import FakeUpstream
 
     run_id = uuid.uuid4().hex[:10]
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="credentials-soak-")))
-        upstream = stack.enter_context(run_fake_upstream(token_lifetime_s=lifetime_s))
+        upstream = stack.enter_context(FakeUpstream(token_lifetime_s=lifetime_s))
         os.environ.update(
             {
                 "DJANGO_SETTINGS_MODULE": "omniroute.settings",

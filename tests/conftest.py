@@ -12,7 +12,7 @@ from cryptography.fernet import Fernet
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
-from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl, run_fake_upstream
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.domain.windows import PROVIDER_POLL_FLOOR_S
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,7 +97,7 @@ def hot(settings: Any) -> Iterator[redis.Redis]:
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[FakeUpstream]:
     """A fake upstream of this module's own, on a free port."""
-    with run_fake_upstream() as running:
+    with FakeUpstream() as running:
         yield running
 
 

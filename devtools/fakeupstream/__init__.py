@@ -4,7 +4,7 @@ A development tool, not product: no Django, nothing of the product imports it, a
 it out. ``python -m devtools.fakeupstream`` serves it in the foreground (``make run`` starts it so);
 tests and benchmarks run it in a thread::
 
-    with run_fake_upstream() as upstream:              # port 0: a free port
+    with FakeUpstream() as upstream:                  # port 0: a free port
         client = httpx.Client(base_url=upstream.url_for("claude-oauth"))
         client.get("/api/oauth/usage")
         upstream.control().drain("claude-oauth", drain_s=60, reset_after_s=30)
@@ -58,7 +58,8 @@ Control API (JSON in, JSON out)
     ``{"now": ISO}`` freezes the clock there; ``{"advance_s": n}`` moves it (frozen or not);
     ``{"real": true}`` goes back to the real UTC clock.
 ``POST /_control/scenario``
-    ``{"kind": K | null, "connection": C | null, "scenario": S, ...params}``:
+    ``{"kind": K | null, "connection": C | null, "scenario": S, ...params}`` (a parameter the
+    scenario does not take is refused, 400 naming it):
 
     ``static``
         clear the scope's scenarios: replay the fixture (shifted). With kind null: clear global ones.
@@ -96,7 +97,7 @@ from __future__ import annotations
 from devtools.fakeupstream.app import URL_SCHEME, FakeUpstreamApp
 from devtools.fakeupstream.client import FakeUpstreamControl, FakeUpstreamControlError, connection_base_url
 from devtools.fakeupstream.fixtures import DEFAULT_FIXTURES_DIR, load_fixtures
-from devtools.fakeupstream.runner import FakeUpstream, run_fake_upstream
+from devtools.fakeupstream.runner import FakeUpstream
 from devtools.fakeupstream.timeshift import shift_times
 
 __all__ = [
@@ -108,6 +109,5 @@ __all__ = [
     "FakeUpstreamControlError",
     "connection_base_url",
     "load_fixtures",
-    "run_fake_upstream",
     "shift_times",
 ]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+
+from devtools.fakeupstream.scenarios import FaultMode
 
 ANY = "*"
 
@@ -20,8 +21,10 @@ def connection_base_url(url: str, kind: str, connection: str | None = None) -> s
 class FakeUpstreamControl:
     """A thin client of ``/_control``; every scenario method returns the server's JSON answer.
 
-    ``kind=None`` on ``slow``/``malformed``/``oversized``/``reset_connection`` means every kind;
-    ``connection`` narrows a scenario to one connection's namespace (``/<kind>/@<connection>/…``).
+    A scenario method takes the scenario's required parameters, and its optional ones as keywords
+    (the package docstring lists them; the server refuses any other with a 400 naming it).
+    ``kind=None`` on ``slow`` and ``fault`` means every kind; ``connection`` narrows a scenario to
+    one connection's namespace (``/<kind>/@<connection>/…``).
     """
 
     def __init__(self, base_url: str, *, client: httpx.Client | None = None, timeout_s: float = 10.0) -> None:
@@ -53,12 +56,7 @@ class FakeUpstreamControl:
     def __enter__(self) -> FakeUpstreamControl:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     # --- state ---
@@ -125,108 +123,44 @@ class FakeUpstreamControl:
     def scenario(
         self, kind: str | None, scenario: str, *, connection: str | None = None, **params: Any
     ) -> dict[str, Any]:
-        payload = {"kind": kind, "connection": connection, "scenario": scenario, **params}
+        """Any scenario of ``/_control/scenario`` (the package docstring lists their parameters); a
+        datetime parameter is sent as ISO 8601."""
+        payload = {"kind": kind, "connection": connection, "scenario": scenario}
+        for name, value in params.items():
+            payload[name] = value.isoformat() if isinstance(value, datetime) else value
         return self._post("scenario", payload)
 
     def static(self, kind: str | None, *, connection: str | None = None) -> dict[str, Any]:
         return self.scenario(kind, "static", connection=connection)
 
-    def drain(
-        self,
-        kind: str,
-        *,
-        drain_s: float,
-        reset_after_s: float = 0.0,
-        start_pct: float = 100.0,
-        end_pct: float = 0.0,
-        started_at: datetime | None = None,
-        exhausted_error: str | None = None,
-        connection: str | None = None,
-    ) -> dict[str, Any]:
-        return self.scenario(
-            kind,
-            "drain",
-            connection=connection,
-            drain_s=drain_s,
-            reset_after_s=reset_after_s,
-            start_pct=start_pct,
-            end_pct=end_pct,
-            started_at=started_at.isoformat() if started_at else None,
-            exhausted_error=exhausted_error,
-        )
+    def drain(self, kind: str, *, drain_s: float, **options: Any) -> dict[str, Any]:
+        """``options``: ``reset_after_s``, ``start_pct``, ``end_pct``, ``started_at``,
+        ``exhausted_error``, ``connection``."""
+        return self.scenario(kind, "drain", drain_s=drain_s, **options)
 
     def set_remaining(
-        self,
-        kind: str,
-        remaining_pct: float,
-        *,
-        reset_at: datetime | None = None,
-        exhausted_error: str | None = None,
-        connection: str | None = None,
+        self, kind: str, remaining_pct: float, *, reset_at: datetime | None = None, **options: Any
     ) -> dict[str, Any]:
-        return self.scenario(
-            kind,
-            "set",
-            connection=connection,
-            remaining_pct=remaining_pct,
-            reset_at=reset_at.isoformat() if reset_at else None,
-            exhausted_error=exhausted_error,
-        )
+        """``options``: ``exhausted_error``, ``connection``."""
+        return self.scenario(kind, "set", remaining_pct=remaining_pct, reset_at=reset_at, **options)
 
-    def error(
-        self,
-        kind: str,
-        case: str,
-        *,
-        times: int | None = None,
-        call: str | None = None,
-        connection: str | None = None,
-    ) -> dict[str, Any]:
-        return self.scenario(kind, "error", connection=connection, case=case, times=times, call=call)
+    def error(self, kind: str, case: str, **options: Any) -> dict[str, Any]:
+        """``options``: ``times``, ``call``, ``connection``."""
+        return self.scenario(kind, "error", case=case, **options)
+
+    def fault(self, kind: str | None, mode: FaultMode, **options: Any) -> dict[str, Any]:
+        """``mode``: ``malformed``, ``oversized`` (``size_mb`` = 16, ``chunked``) or ``reset_connection``;
+        ``options``: ``times``, ``call``, ``connection``, and oversized's own."""
+        return self.scenario(kind, mode, **options)
 
     def slow(
         self, delay_ms: float, *, kind: str | None = None, connection: str | None = None
     ) -> dict[str, Any]:
         return self.scenario(kind, "slow", connection=connection, delay_ms=delay_ms)
 
-    def malformed(
-        self,
-        kind: str | None,
-        *,
-        times: int | None = None,
-        call: str | None = None,
-        connection: str | None = None,
-    ) -> dict[str, Any]:
-        return self.scenario(kind, "malformed", connection=connection, times=times, call=call)
-
-    def oversized(
-        self,
-        kind: str | None,
-        *,
-        size_mb: float = 16.0,
-        chunked: bool = False,
-        times: int | None = None,
-        call: str | None = None,
-        connection: str | None = None,
-    ) -> dict[str, Any]:
-        return self.scenario(
-            kind, "oversized", connection=connection, size_mb=size_mb, chunked=chunked, times=times, call=call
-        )
-
-    def reset_connection(
-        self,
-        kind: str | None,
-        *,
-        times: int | None = None,
-        call: str | None = None,
-        connection: str | None = None,
-    ) -> dict[str, Any]:
-        return self.scenario(kind, "reset_connection", connection=connection, times=times, call=call)
-
-    def variant(
-        self, kind: str, variant: str, *, call: str | None = None, connection: str | None = None
-    ) -> dict[str, Any]:
-        return self.scenario(kind, "variant", connection=connection, variant=variant, call=call)
+    def variant(self, kind: str, variant: str, **options: Any) -> dict[str, Any]:
+        """``options``: ``call``, ``connection``."""
+        return self.scenario(kind, "variant", variant=variant, **options)
 
 
 class FakeUpstreamControlError(Exception):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
 from typing import TextIO
 
 from devtools.fakeupstream.app import FakeUpstreamApp
@@ -16,7 +15,12 @@ from devtools.fakeupstream.tokens import DEFAULT_LIFETIME_S
 
 
 class FakeUpstream:
-    """A bound fake upstream server; ``start()`` serves it from a daemon thread."""
+    """A bound fake upstream server (port 0: a free one); ``start()``, or ``with``, serves it from a
+    daemon thread.
+
+    It has ``.url``, ``.port``, ``.url_for(kind, connection)``, ``.control()``, ``.app`` (the
+    in-process state) and ``.stop()``.
+    """
 
     def __init__(
         self,
@@ -85,36 +89,5 @@ class FakeUpstream:
     def __enter__(self) -> FakeUpstream:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
-
-
-def run_fake_upstream(
-    host: str = "127.0.0.1",
-    port: int = 0,
-    fixtures_dir: Path | None = None,
-    *,
-    delay_ms: float = 0.0,
-    freeze_at: datetime | None = None,
-    log: TextIO | None = None,
-    token_lifetime_s: float = DEFAULT_LIFETIME_S,
-) -> FakeUpstream:
-    """Start the fake upstream in a background thread; port 0 picks a free port.
-
-    The handle has ``.url``, ``.port``, ``.url_for(kind, connection)``, ``.control()``, ``.app`` (the
-    in-process state) and ``.stop()``, and works as a context manager.
-    """
-    return FakeUpstream(
-        host,
-        port,
-        fixtures_dir,
-        delay_ms=delay_ms,
-        freeze_at=freeze_at,
-        log=log,
-        token_lifetime_s=token_lifetime_s,
-    ).start()

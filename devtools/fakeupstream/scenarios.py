@@ -25,7 +25,7 @@ from devtools.fakeupstream.rewriters import REWRITERS, UNSUPPORTED
 
 FaultMode = Literal["malformed", "oversized", "reset_connection"]
 DEFAULT_OVERSIZED_MB = 16.0
-# The parameters each scenario accepts besides kind, connection and scenario.
+# The parameters each scenario accepts besides kind, connection and scenario; any other is refused.
 PARAMETERS: dict[str, tuple[str, ...]] = {
     "static": (),
     "drain": ("drain_s", "reset_after_s", "start_pct", "end_pct", "started_at", "exhausted_error"),
@@ -155,6 +155,10 @@ def scenario_update(
     """What setting ``scenario`` with ``payload`` does to a scope; a ControlError naming a bad parameter."""
     if scenario not in PARAMETERS:
         raise ControlError(400, f"unknown scenario {scenario!r}; scenarios: {' '.join(PARAMETERS)}")
+    unknown = sorted(set(payload) - {"kind", "connection", "scenario", *PARAMETERS[scenario]})
+    if unknown:
+        accepted = ", ".join(PARAMETERS[scenario]) or "none"
+        raise ControlError(400, f"unknown parameter {unknown[0]!r} of {scenario}; accepted: {accepted}")
     if scenario in ("malformed", "oversized", "reset_connection"):
         call = read_call(payload, fixture)
         times = read_times(payload)

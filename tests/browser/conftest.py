@@ -16,7 +16,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
-from devtools.fakeupstream import FakeUpstream, run_fake_upstream
+from devtools.fakeupstream import FakeUpstream
 
 CHROMIUM = Path(os.environ.get("LADDER_CHROMIUM", "/usr/bin/chromium"))
 CHROMEDRIVER = Path(os.environ.get("LADDER_CHROMEDRIVER", "/usr/bin/chromedriver"))
@@ -63,7 +63,7 @@ def browser() -> Iterator[WebDriver]:
 
 @pytest.fixture
 def upstream() -> Iterator[FakeUpstream]:
-    with run_fake_upstream() as server:
+    with FakeUpstream() as server:
         yield server
 
 

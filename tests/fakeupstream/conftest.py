@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl, load_fixtures, run_fake_upstream
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl, load_fixtures
 from devtools.fakeupstream.fixtures import KindFixture
 
 FIXTURE_TIME = datetime(2026, 9, 1, 12, 0, 0, tzinfo=UTC)
@@ -19,7 +19,7 @@ def fixtures() -> dict[str, KindFixture]:
 @pytest.fixture
 def upstream() -> Iterator[FakeUpstream]:
     """A fake upstream whose clock is pinned at the fixture time (so nothing is shifted)."""
-    with run_fake_upstream(freeze_at=FIXTURE_TIME) as running:
+    with FakeUpstream(freeze_at=FIXTURE_TIME) as running:
         yield running
 
 

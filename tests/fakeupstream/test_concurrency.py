@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl, run_fake_upstream
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from tests.fakeupstream.conftest import FIXTURE_TIME
 
 USAGE = "/api/oauth/usage"
@@ -33,7 +33,7 @@ def test_it_serves_fifty_slow_requests_in_parallel(
 
 @pytest.mark.slow
 def test_it_serves_two_hundred_connections_with_a_100_ms_delay_in_parallel() -> None:
-    with run_fake_upstream(freeze_at=FIXTURE_TIME, delay_ms=100) as upstream:
+    with FakeUpstream(freeze_at=FIXTURE_TIME, delay_ms=100) as upstream:
         statuses, elapsed_s = _fetch_all(upstream, 200)
         totals = upstream.app.state()["totals"]
     assert statuses == [200] * 200
@@ -70,7 +70,7 @@ def test_it_reuses_one_httpx_connection_for_sequential_requests(upstream: FakeUp
 
 
 def test_it_stops_while_clients_hold_idle_connections() -> None:
-    upstream = run_fake_upstream(freeze_at=FIXTURE_TIME)
+    upstream = FakeUpstream(freeze_at=FIXTURE_TIME).start()
     client = httpx.Client(base_url=upstream.url_for("claude-oauth"))
     try:
         assert client.get(USAGE).status_code == 200

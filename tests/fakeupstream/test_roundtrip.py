@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from devtools.fakeupstream import FakeUpstream, run_fake_upstream, shift_times
+from devtools.fakeupstream import FakeUpstream, shift_times
 from devtools.fakeupstream.fixtures import DEFAULT_FIXTURES_DIR
 from tests.fakeupstream.conftest import FIXTURE_TIME
 
@@ -31,7 +31,7 @@ CALLS = _calls()
 
 @pytest.fixture(scope="module")
 def shifted_upstream() -> Iterator[FakeUpstream]:
-    with run_fake_upstream(freeze_at=FIXTURE_TIME + DELTA) as running:
+    with FakeUpstream(freeze_at=FIXTURE_TIME + DELTA) as running:
         yield running
 
 
@@ -101,7 +101,7 @@ def test_it_dates_replies_by_its_clock(shifted_upstream: FakeUpstream) -> None:
 
 
 def test_it_follows_the_real_clock_by_default() -> None:
-    with run_fake_upstream() as running:
+    with FakeUpstream() as running:
         body = httpx.get(running.url_for("claude-oauth") + "/api/oauth/usage").json()
         now = running.app.clock.now()
     # the fixture's five-hour window resets two hours after the fixture time

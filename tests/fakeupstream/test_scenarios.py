@@ -8,12 +8,7 @@ from datetime import datetime, timedelta
 import httpx
 import pytest
 
-from devtools.fakeupstream import (
-    FakeUpstream,
-    FakeUpstreamControl,
-    FakeUpstreamControlError,
-    run_fake_upstream,
-)
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl, FakeUpstreamControlError
 from tests.fakeupstream.conftest import FIXTURE_TIME
 
 USAGE = "/api/oauth/usage"
@@ -127,6 +122,20 @@ def test_it_refuses_to_drain_a_kind_without_a_window(control: FakeUpstreamContro
     assert "balance" in raised.value.message
 
 
+def test_it_refuses_a_parameter_the_scenario_does_not_take(control: FakeUpstreamControl) -> None:
+    with pytest.raises(FakeUpstreamControlError) as raised:
+        control.error("claude-oauth", "token_expired", time=2)
+    assert raised.value.status == 400
+    assert raised.value.message == "unknown parameter 'time' of error; accepted: case, times, call"
+
+
+def test_it_refuses_an_unknown_scenario(control: FakeUpstreamControl) -> None:
+    with pytest.raises(FakeUpstreamControlError) as raised:
+        control.scenario("claude-oauth", "flaky")
+    assert raised.value.status == 400
+    assert "scenarios: static drain set" in raised.value.message
+
+
 def test_it_serves_an_error_for_n_requests_then_the_fixture_again(
     control: FakeUpstreamControl, claude: httpx.Client
 ) -> None:
@@ -145,7 +154,7 @@ def test_it_serves_an_error_until_cleared(control: FakeUpstreamControl, claude: 
 
 
 def test_it_serves_the_error_cases_shifted_to_now() -> None:
-    with run_fake_upstream(freeze_at=FIXTURE_TIME + timedelta(days=2)) as running, running.control() as ctl:
+    with FakeUpstream(freeze_at=FIXTURE_TIME + timedelta(days=2)) as running, running.control() as ctl:
         ctl.error("zai-glm", "five_hour_exhausted", times=1)
         response = httpx.get(running.url_for("zai-glm") + "/api/coding/paas/v4/chat/completions")
     assert response.status_code == 429
@@ -199,7 +208,7 @@ def test_it_slows_the_replies_of_one_kind(upstream: FakeUpstream, control: FakeU
 
 
 def test_it_slows_every_reply_with_a_global_delay() -> None:
-    with run_fake_upstream(freeze_at=FIXTURE_TIME, delay_ms=250) as running:
+    with FakeUpstream(freeze_at=FIXTURE_TIME, delay_ms=250) as running:
         started = time.monotonic()
         response = httpx.get(running.url_for("kimi-coding") + "/coding/v1/usages")
         elapsed_s = time.monotonic() - started
@@ -214,7 +223,7 @@ def test_it_slows_every_reply_with_a_global_delay() -> None:
 
 
 def test_it_serves_malformed_json_then_recovers(control: FakeUpstreamControl, claude: httpx.Client) -> None:
-    control.malformed("claude-oauth", times=1)
+    control.fault("claude-oauth", "malformed", times=1)
     broken = claude.get(USAGE)
     assert broken.status_code == 200
     assert broken.headers["content-type"] == "application/json"
@@ -227,7 +236,7 @@ def test_it_serves_malformed_json_then_recovers(control: FakeUpstreamControl, cl
 def test_it_streams_an_oversized_body(
     control: FakeUpstreamControl, claude: httpx.Client, chunked: bool
 ) -> None:
-    control.oversized("claude-oauth", size_mb=3, chunked=chunked, times=1)
+    control.fault("claude-oauth", "oversized", size_mb=3, chunked=chunked, times=1)
     response = claude.get(USAGE)
     assert len(response.content) == 3 * 1024 * 1024
     assert set(response.json()) == {"padding"}
@@ -238,7 +247,7 @@ def test_it_streams_an_oversized_body(
 def test_it_survives_a_client_that_stops_reading_an_oversized_body(
     upstream: FakeUpstream, control: FakeUpstreamControl
 ) -> None:
-    control.oversized("claude-oauth", size_mb=64)
+    control.fault("claude-oauth", "oversized", size_mb=64)
     read = 0
     with httpx.Client(base_url=upstream.url_for("claude-oauth")) as client:
         with client.stream("GET", USAGE) as response:
@@ -254,7 +263,7 @@ def test_it_survives_a_client_that_stops_reading_an_oversized_body(
 def test_it_closes_the_connection_without_a_response(
     control: FakeUpstreamControl, claude: httpx.Client
 ) -> None:
-    control.reset_connection("claude-oauth", times=1)
+    control.fault("claude-oauth", "reset_connection", times=1)
     with pytest.raises(httpx.RemoteProtocolError):
         claude.get(USAGE)
     assert claude.get(USAGE).status_code == 200
@@ -263,7 +272,7 @@ def test_it_closes_the_connection_without_a_response(
 def test_it_applies_a_global_fault_to_every_kind(
     upstream: FakeUpstream, control: FakeUpstreamControl
 ) -> None:
-    control.reset_connection(None, times=2)
+    control.fault(None, "reset_connection", times=2)
     for kind, path in (("kimi-coding", "/coding/v1/usages"), ("cursor", "/api/usage-summary")):
         with pytest.raises(httpx.RemoteProtocolError):
             httpx.get(upstream.url_for(kind) + path)

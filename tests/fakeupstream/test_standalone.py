@@ -10,9 +10,9 @@ SCRIPT = textwrap.dedent(
     """
     import sys
     import httpx
-    from devtools.fakeupstream import run_fake_upstream
+    from devtools.fakeupstream import FakeUpstream
 
-    with run_fake_upstream() as upstream:
+    with FakeUpstream() as upstream:
         assert httpx.get(upstream.url_for("zai-glm") + "/api/monitor/usage/quota/limit").status_code == 200
     loaded = sorted(name for name in sys.modules if name == "django" or name.startswith("django."))
     print(loaded)

@@ -8,12 +8,12 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from devtools.fakeupstream import FakeUpstream, run_fake_upstream
+from devtools.fakeupstream import FakeUpstream
 
 
 @pytest.fixture
 def live() -> Iterator[FakeUpstream]:
-    with run_fake_upstream(token_lifetime_s=60) as running:
+    with FakeUpstream(token_lifetime_s=60) as running:
         yield running
 
 
@@ -49,7 +49,7 @@ def test_it_rotates_a_single_use_token_and_revokes_the_family_on_reuse(live: Fak
 
 
 def test_codex_answers_refresh_token_reused() -> None:
-    with run_fake_upstream() as upstream, upstream.control() as control:
+    with FakeUpstream() as upstream, upstream.control() as control:
         login = control.mint_login("codex-chatgpt")
         endpoint = upstream.url_for("codex-chatgpt") + "/oauth/token"
         assert httpx.post(endpoint, json={"refresh_token": login["refresh_token"]}).status_code == 200
@@ -61,7 +61,7 @@ def test_codex_answers_refresh_token_reused() -> None:
 
 
 def test_google_refresh_tokens_do_not_rotate() -> None:
-    with run_fake_upstream() as upstream, upstream.control() as control:
+    with FakeUpstream() as upstream, upstream.control() as control:
         login = control.mint_login("gemini-cli")
         endpoint = upstream.url_for("gemini-cli") + "/token"
         form = {"grant_type": "refresh_token", "refresh_token": login["refresh_token"]}
@@ -74,7 +74,7 @@ def test_google_refresh_tokens_do_not_rotate() -> None:
 
 
 def test_an_expired_access_token_gets_a_401_and_a_foreign_one_passes() -> None:
-    with run_fake_upstream() as upstream, upstream.control() as control:
+    with FakeUpstream() as upstream, upstream.control() as control:
         login = control.mint_login("claude-oauth", lifetime_s=60)
         assert usage(upstream, login["access_token"]) == 200
         control.advance(61)
@@ -84,7 +84,7 @@ def test_an_expired_access_token_gets_a_401_and_a_foreign_one_passes() -> None:
 
 
 def test_the_lifetime_is_a_setting() -> None:
-    with run_fake_upstream(token_lifetime_s=5) as upstream, upstream.control() as control:
+    with FakeUpstream(token_lifetime_s=5) as upstream, upstream.control() as control:
         assert control.mint_login("kiro")["file"]["expiresAt"]
         control.token_lifetime(2)
         login = control.mint_login("kiro")

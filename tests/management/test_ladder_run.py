@@ -251,12 +251,12 @@ def test_the_demo_plans_hold_short_ladder_owned_tokens(monkeypatch: pytest.Monke
     from django.core.management import call_command
     from django.utils import timezone
 
-    from devtools.fakeupstream import run_fake_upstream
+    from devtools.fakeupstream import FakeUpstream
     from ladder.management.commands.ladder_run import DEMO_LOGINS, Command
     from ladder.models import Connection
 
     monkeypatch.setenv("LADDER_DEMO_TOKEN_LIFETIME_S", "240")
-    with run_fake_upstream() as upstream, httpx.Client(base_url=upstream.url) as control:
+    with FakeUpstream() as upstream, httpx.Client(base_url=upstream.url) as control:
         call_command("ladder_demo", upstream_url=upstream.url, stdout=open(os.devnull, "w"))  # noqa: SIM115
         Command()._demo_logins(control)
 

@@ -28,9 +28,9 @@ FAULTS: dict[str, Any] = {
     "healthy": None,
     "times-out": lambda c, cid: c.slow(TIMEOUT_DELAY_MS, kind=KIND, connection=cid),
     "answers-500": lambda c, cid: c.error(KIND, "http_500", connection=cid),
-    "malformed": lambda c, cid: c.malformed(KIND, connection=cid),
-    "ten-mb": lambda c, cid: c.oversized(KIND, size_mb=10, connection=cid),
-    "resets": lambda c, cid: c.reset_connection(KIND, connection=cid),
+    "malformed": lambda c, cid: c.fault(KIND, "malformed", connection=cid),
+    "ten-mb": lambda c, cid: c.fault(KIND, "oversized", size_mb=10, connection=cid),
+    "resets": lambda c, cid: c.fault(KIND, "reset_connection", connection=cid),
 }
 
 

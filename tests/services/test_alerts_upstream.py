@@ -12,7 +12,7 @@ import httpx
 import pytest
 from django.utils import timezone
 
-from devtools.fakeupstream import FakeUpstream, run_fake_upstream
+from devtools.fakeupstream import FakeUpstream
 from ladder import models as m
 from ladder.services import alerts
 from ladder.services.alerts import alerts_evaluate
@@ -27,7 +27,7 @@ START = (timezone.now() - timedelta(days=2)).replace(second=0, microsecond=0)
 
 @pytest.fixture
 def upstream() -> Iterator[FakeUpstream]:
-    with run_fake_upstream(freeze_at=START) as running:
+    with FakeUpstream(freeze_at=START) as running:
         yield running
 
 

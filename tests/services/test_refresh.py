@@ -371,7 +371,7 @@ def test_it_classifies_a_dropped_connection_as_transient(
     upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
 ) -> None:
     make_connection(upstream, "c1")
-    control.reset_connection("claude-oauth", connection="c1")
+    control.fault("claude-oauth", "reset_connection", connection="c1")
 
     assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "transient"
     assert "transport error" in Connection.objects.get(pk="c1").last_poll_error
@@ -385,7 +385,7 @@ def test_it_stores_an_unreadable_answer_as_unverifiable_never_as_a_guess(
 ) -> None:
     make_connection(upstream, "c1")
     assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "ok"
-    getattr(control, fault)("claude-oauth", connection="c1")
+    control.scenario("claude-oauth", fault, connection="c1")
 
     assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "unverifiable"
 
@@ -509,7 +509,7 @@ def test_it_keeps_going_when_some_upstreams_fail(
     for cid in ("ok1", "ok2", "down", "bad", "gone"):
         make_connection(upstream, cid)
     control.error("claude-oauth", "http_502", connection="down")
-    control.malformed("claude-oauth", connection="bad")
+    control.fault("claude-oauth", "malformed", connection="bad")
     control.error("claude-oauth", "token_expired", connection="gone")
     now = timezone.now()
     claimed = connections_claim_due(now=now, limit=10, lease_s=LEASE_S)
