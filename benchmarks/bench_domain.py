@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omniroute.settings")
 
 from benchmarks.statefactory import synthetic_state  # noqa: E402
-from ladder.contract.state import parse_state  # noqa: E402
+from ladder.contract.state.decode import parse_state  # noqa: E402
 from ladder.domain import resolution_to_dict, resolve  # noqa: E402
 
 

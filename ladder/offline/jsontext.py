@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from ladder.contract.state import StateError
+from ladder.contract.state.errors import StateError
 
 
 def read_text(path: str) -> str:

@@ -12,7 +12,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from ladder import models as m
-from ladder.contract.state import StateError, parse_state
+from ladder.contract.state.decode import parse_state
+from ladder.contract.state.errors import StateError
 from ladder.domain.budgets import BUDGET_RUNG_NAMES
 from ladder.domain.timefmt import format_utc
 from ladder.domain.types import Reading

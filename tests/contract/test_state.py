@@ -12,7 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladder.contract.state import StateError, decode_state, load_json_text, parse_state, state_to_dict
+from ladder.contract.state.decode import decode_state, load_json_text, parse_state
+from ladder.contract.state.encode import state_to_dict
+from ladder.contract.state.errors import StateError
 from ladder.domain import (
     Candidate,
     CatalogEntry,

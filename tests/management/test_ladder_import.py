@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from ladder import models as m
-from ladder.contract.state import parse_state
+from ladder.contract.state.decode import parse_state
 from ladder.security.crypto import decrypt_credential, encrypt_credential
 from ladder.services import imports
 from tests.conftest import SHARED

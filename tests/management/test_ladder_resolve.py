@@ -15,7 +15,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from ladder.contract.state import parse_state
+from ladder.contract.state.decode import parse_state
 from ladder.domain import resolution_to_dict, resolve
 from ladder.management.commands.ladder_resolve import Command
 

@@ -31,7 +31,8 @@ from django.urls import reverse
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ladder.contract.state import parse_state, state_to_dict
+from ladder.contract.state.decode import parse_state
+from ladder.contract.state.encode import state_to_dict
 from ladder.dashboard.view_models import Preview, preview_build
 from ladder.domain import Candidate, Resolution, resolution_to_dict, resolve
 from ladder.domain.billing import normalise_auth_type

@@ -8,7 +8,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ladder.contract.state import StateError, load_json_text
+from ladder.contract.state.decode import load_json_text
+from ladder.contract.state.errors import StateError
 from ladder.offline.jsontext import read_text
 from ladder.services.imports import state_import
 

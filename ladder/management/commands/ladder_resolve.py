@@ -8,7 +8,9 @@ from typing import Any, ClassVar
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ladder.contract.state import StateError, decode_state, parse_time, state_to_dict
+from ladder.contract.state.decode import decode_state, parse_time
+from ladder.contract.state.encode import state_to_dict
+from ladder.contract.state.errors import StateError
 from ladder.domain import AutoIdError, resolution_to_dict, resolve
 from ladder.offline.jsontext import dump_json_text, read_text
 

@@ -1,0 +1,186 @@
+"""msgspec's errors in STATE.md's words.
+
+An error names the field by its path in STATE.md's form,
+`connections[3].quota.windows[0].remaining_pct: must be between 0 and 100`, translated from msgspec's
+`... - at $.connections[3].quota.windows[0].remaining_pct`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from ladder.contract.state.shapes import (
+    NOT_ON_THE_WIRE,
+    OBSERVED_OVERAGES,
+    CatalogRow,
+    ConfigFile,
+    RequestFile,
+    RungAmounts,
+    StateFile,
+)
+from ladder.domain.types import (
+    BILLINGS,
+    BUDGET_PERIODS,
+    CATEGORIES,
+    OVERAGES,
+    POLL_INTERVAL_MAX_S,
+    SOURCES,
+    Candidate,
+    Connection,
+    ModelEntry,
+    Reading,
+    Window,
+)
+
+
+class StateError(ValueError):
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path = path
+        self.message = message
+
+
+_AT = re.compile(r"(?P<message>.*?)(?: - at `\$(?P<path>.*)`)?", re.S)
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+_UNKNOWN = re.compile(r"Object contains unknown field `(?P<key>.*)`", re.S)
+_MISSING = re.compile(r"Object missing required field `(?P<key>.*)`", re.S)
+
+# The object a key names: its accepted keys are that Struct's (wire) field names.
+_SHAPE_OF: dict[str, type[msgspec.Struct]] = {
+    "": StateFile,
+    "config": ConfigFile,
+    "rung_budget_usd": RungAmounts,
+    "spend_usd": RungAmounts,
+    "billing_catalog": CatalogRow,
+    "models": ModelEntry,
+    "connections": Connection,
+    "quota": Reading,
+    "windows": Window,
+    "request": RequestFile,
+    "candidates": Candidate,
+}
+
+TEXT_MESSAGE = "must be a non-empty string"
+_PCT = "must be between 0 and 100"
+# By field name (or parent.name, or name[] for a list's items), its message whatever msgspec said.
+MESSAGES: dict[str, str] = {
+    "remaining_pct": _PCT,
+    "reserve_pct": _PCT,
+    "poll_interval_s": f"must be a number of seconds above 0 and at most {POLL_INTERVAL_MAX_S:g}, or null",
+    "connections.id": "must be 1–64 characters of A–Z, a–z, 0–9, '.', '_', ':' or '-'",
+    **dict.fromkeys(
+        ("provider", "model", "name", "disabled_reason", "base_url", "source_url", "connection_id"),
+        TEXT_MESSAGE,
+    ),
+    **dict.fromkeys(("scope_models[]", "models[]", "allowed_connection_ids[]"), TEXT_MESSAGE),
+    "request.model": "must be a string",
+    "auth_type": "must be a string or null",
+    "notes": "must be a string",
+    "input_usd_per_mtok": "must be a number ≥ 0 or null",
+    "output_usd_per_mtok": "must be a number ≥ 0 or null",
+    **dict.fromkeys(("keyless", "enabled", "free", "verifiable", "latched"), "must be true or false"),
+    "exit_cutoff_pct": "must be a number between 0 and 100",
+    "reentry_min_remaining_pct": "must be a number between 0 and 100",
+    "max_reading_age_s": "must be a positive number",
+    "refresh_interval_s": "must be a positive number",
+    "max_event_cost_usd": "must be a number ≥ 0",
+    "free_max_input_usd_per_mtok": "must be a number ≥ 0",
+    "cheap_max_input_usd_per_mtok": "must be a number ≥ 0",
+    "rung_budget_usd.cheap": "must be a number ≥ 0 (0 disables the rung)",
+    "rung_budget_usd.premium": "must be a number ≥ 0 (0 disables the rung)",
+    "spend_usd.cheap": "must be a number ≥ 0",
+    "spend_usd.premium": "must be a number ≥ 0",
+}
+_CHOICES: dict[str, tuple[tuple[str, ...], bool]] = {
+    "billing": (BILLINGS, False),
+    "overage": (OVERAGES, False),
+    "overage_override": (OVERAGES, True),
+    "source": (SOURCES, False),
+    "observed_overage": (OBSERVED_OVERAGES, True),
+    "budget_period": (BUDGET_PERIODS, False),
+    "categories[]": (CATEGORIES, False),
+}
+_TIMES = frozenset(("now", "reviewed_at", "cooldown_until", "fetched_at", "reset_at"))
+
+
+def translate(exc: msgspec.ValidationError, document: Any, prefix: str = "") -> StateError:
+    found = _AT.fullmatch(str(exc))
+    assert found is not None  # the pattern matches any text
+    said, at = found["message"], found["path"] or ""
+    steps: list[str | int] = [name if name else int(index) for name, index in _STEP.findall(at)]
+    path = _path(prefix, steps)
+    if key := _UNKNOWN.fullmatch(said):
+        return StateError(_path(path, [key["key"]]), unknown_key(_last_name(prefix, steps)))
+    if key := _MISSING.fullmatch(said):
+        return StateError(_path(path, [key["key"]]), "is required")
+    return StateError(path, _message(prefix, steps, said, _value_at(document, steps)))
+
+
+def _path(prefix: str, steps: list[str | int]) -> str:
+    path = prefix
+    for step in steps:
+        path = f"{path}[{step}]" if isinstance(step, int) else f"{path}.{step}" if path else step
+    return path
+
+
+def _last_name(prefix: str, steps: list[str | int]) -> str:
+    names = [step for step in steps if isinstance(step, str)]
+    return names[-1] if names else prefix.rsplit(".", 1)[-1]
+
+
+def unknown_key(shape_name: str) -> str:
+    shape = _SHAPE_OF.get(shape_name)
+    if shape is None:
+        return "unknown key"
+    accepted = [f.encode_name for f in msgspec.structs.fields(shape) if f.encode_name not in NOT_ON_THE_WIRE]
+    return f"unknown key; accepted: {', '.join(accepted)}"
+
+
+def _message(prefix: str, steps: list[str | int], said: str, value: Any) -> str:
+    names = [prefix.rsplit(".", 1)[-1], *(step for step in steps if isinstance(step, str))]
+    name = names[-1]
+    item = bool(steps) and isinstance(steps[-1], int)
+    key = f"{name}[]" if item else name
+    if said.startswith("Expected `object"):
+        return "must be an object"
+    if said.startswith("Expected `array") and not item:
+        return "must be a list"
+    if key in _TIMES:
+        return time_message(value)
+    if key in _CHOICES:
+        return choice_message(key, value)
+    parent = names[-2] if len(names) > 1 else ""
+    return MESSAGES.get(f"{parent}.{key}") or MESSAGES.get(key) or said[:1].lower() + said[1:]
+
+
+def choice_message(key: str, value: Any) -> str:
+    choices, nullable = _CHOICES[key]
+    accepted = ", ".join(choices) + (", or null" if nullable else "")
+    if key == "categories[]":
+        return f"{value!r} is not a category; accepted: {accepted}"
+    return f"{value!r} is not accepted; accepted: {accepted}"
+
+
+def time_message(value: Any) -> str:
+    if not isinstance(value, str):
+        return "must be an ISO 8601 time with a zone, e.g. 2026-08-22T12:00:00Z"
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return f"{value!r} is not an ISO 8601 time"
+    if moment.utcoffset() is None:
+        return f"{value!r} has no zone; write Z or an offset such as +02:00"
+    return f"{value!r} is not accepted; write it as 2026-08-22T12:00:00Z or with an offset such as +02:00"
+
+
+def _value_at(document: Any, steps: list[str | int]) -> Any:
+    for step in steps:
+        try:
+            document = document[step]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return document
