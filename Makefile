@@ -28,7 +28,7 @@ $(PROXY_STAMP): $(PROXY_LOCK)
 	@test -x $(PROXY_VENV)/bin/python || $(PYTHON) -m venv $(PROXY_VENV)
 	$(PROXY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PROXY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -c $(PROXY_LOCK) \
-	  'litellm[proxy]' msgspec httpx httpx-aiohttp
+	  'litellm[proxy]' msgspec httpx httpx-aiohttp stamina
 	$(PROXY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@rm -f $(PROXY_VENV)/.installed-*
 	@touch $(PROXY_STAMP)

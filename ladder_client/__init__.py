@@ -9,7 +9,9 @@ the proxy's hook in ``ladder_client.litellm_proxy``.
 """
 
 from ladder_client.aclient import AsyncLadderClient
-from ladder_client.client import LadderClient, LadderError, ResolutionCache
+from ladder_client.client import LadderClient
+from ladder_client.core import ResolutionCache
+from ladder_client.errors import LadderError
 from ladder_client.types import (
     BorrowedCredential,
     Candidate,

@@ -86,7 +86,9 @@ import httpx
 from litellm.integrations.custom_logger import CustomLogger
 
 from ladder_client.aclient import DEFAULT_MAX_CONNECTIONS, AsyncLadderClient
-from ladder_client.client import DEFAULT_TIMEOUT_S, LadderClient, LadderError
+from ladder_client.client import LadderClient
+from ladder_client.core import DEFAULT_TIMEOUT_S
+from ladder_client.errors import LadderError
 from ladder_client.litellm_router import (
     BORROW_KEY,
     CONNECTION_KEY,

@@ -27,12 +27,14 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from litellm import Router
 from litellm.integrations.custom_logger import CustomLogger
 from litellm.types.router import CustomRoutingStrategyBase
 
+from ladder_client.aclient import AsyncLadderClient
 from ladder_client.client import LadderClient
 from ladder_client.reporting import CredentialCache, PerLoop, SeenOnce
 from ladder_client.types import Candidate, EmptyPool, Resolution, UsageEvent
@@ -197,7 +199,7 @@ class LadderRoutingStrategy(CustomRoutingStrategyBase):
     def __init__(self, router: Router, client: LadderClient, *, loops: PerLoop | None = None) -> None:
         self.router = router
         self.client = client
-        self.loops = loops or PerLoop(client.asynchronous)
+        self.loops = loops or PerLoop(partial(client.twin, AsyncLadderClient))
         self.credentials = CredentialCache(lambda connection_id: self.loops.client.credential(connection_id))
 
     def deployments(self, model_group: str) -> list[Mapping[str, Any]]:
@@ -479,7 +481,7 @@ class LadderCallback(CustomLogger):
         super().__init__()
         self.client = client
         self.report_headers = report_headers
-        self.loops = loops or PerLoop(client.asynchronous)
+        self.loops = loops or PerLoop(partial(client.twin, AsyncLadderClient))
         # LiteLLM may hand one failure to both the sync and the async hook: each is reported once.
         self._seen = SeenOnce(REPORTED_FAILURES_KEPT)
         self._lock = threading.Lock()  # guards _seen and _failed_at, never held across a call
@@ -603,7 +605,7 @@ def install_ladder(
     (``reporter_options``: its queue and flush settings)."""
     import litellm
 
-    loops = PerLoop(client.asynchronous, reporter_options=reporter_options)
+    loops = PerLoop(partial(client.twin, AsyncLadderClient), reporter_options=reporter_options)
     strategy = LadderRoutingStrategy(router, client, loops=loops)
     register = getattr(router, "register_plugin", None)
     if callable(register):

@@ -31,7 +31,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ladder_client.aclient import AsyncLadderClient
-from ladder_client.client import LadderClient, LadderError
+from ladder_client.client import LadderClient
+from ladder_client.errors import LadderError
 from ladder_client.types import BorrowedCredential, UsageEvent
 
 logger = logging.getLogger(__name__)
