@@ -11,7 +11,7 @@ the proxy's hook in ``ladder_client.litellm_proxy``.
 from ladder_client.aclient import AsyncLadderClient
 from ladder_client.client import LadderClient
 from ladder_client.core import ResolutionCache
-from ladder_client.errors import LadderError
+from ladder_client.errors import LadderError, LadderProtocolError
 from ladder_client.types import (
     BorrowedCredential,
     Candidate,
@@ -21,7 +21,6 @@ from ladder_client.types import (
     EmptyPool,
     Excluded,
     FailureOutcome,
-    LadderProtocolError,
     PoolEntry,
     QuotaWindow,
     Reading,

@@ -14,6 +14,10 @@ NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 DROPPED = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 
 
+class LadderProtocolError(ValueError):
+    """The ladder answered 2xx with a document this client cannot read (a version mismatch)."""
+
+
 class LadderError(Exception):
     """Anything but a success: the API's error shape (status, code, field, message), or a transport
     failure (status None; code ``connection_failed``, ``connection_lost`` or ``timeout``).
