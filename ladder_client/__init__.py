@@ -1,11 +1,13 @@
 """A typed Python client of the OmniRoute Ladder gateway API, and a LiteLLM integration.
 
-``ladder_client`` needs httpx and msgspec: of the ladder it imports only the wire shapes
-(``ladder.contract``, which imports the pure ``ladder.domain``), never Django. ``AsyncLadderClient``
-(``ladder_client.aclient``) makes the same calls from an event loop, and ``ladder_client.reporting``
-batches what a gateway reports. The LiteLLM integrations (``pip install .[litellm]``) are the only
-modules that import LiteLLM: the Router's strategy and callback in ``ladder_client.litellm_router``,
-the proxy's hook in ``ladder_client.litellm_proxy``.
+``ladder_client`` needs httpx, msgspec and stamina: of the ladder it imports only the wire shapes
+(``ladder.contract``, which imports the pure ``ladder.domain``), never Django. The API's calls are
+written once (``ladder_client.calls``) under one set of rules (``ladder_client.core``); ``LadderClient``
+sends them from a thread, ``AsyncLadderClient`` (``ladder_client.aclient``) from an event loop, and
+``ladder_client.reporting`` batches what a gateway reports. The LiteLLM integrations
+(``pip install .[litellm]``) are the only modules that import LiteLLM: the Router's strategy in
+``ladder_client.litellm_router``, its callback in ``ladder_client.litellm_callback``, the proxy's hook
+in ``ladder_client.litellm_proxy``.
 """
 
 from ladder_client.aclient import AsyncLadderClient

@@ -1,7 +1,7 @@
 """What a gateway tells the ladder, sent the cheap way: batched usage, coalesced quota headers,
-failures at once, and borrowed credentials cached. Shared by the LiteLLM proxy hook
-(``ladder_client.litellm_proxy``) and the Router callback (``ladder_client.litellm_router``); it
-imports no LiteLLM.
+and failures at once, by one ``LadderReporter`` per event loop (``PerLoop``). Shared by the LiteLLM
+proxy hook (``ladder_client.litellm_proxy``) and the Router's strategy and callback; it imports no
+LiteLLM.
 
 - **Usage** goes into a bounded queue and leaves in batches (``POST /api/v1/usage`` takes up to
   1,000 events), every ``flush_interval_s`` or as soon as a batch is full, and at shutdown
@@ -24,16 +24,17 @@ import asyncio
 import logging
 import re
 import time
-from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections import deque
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from ladder_client.aclient import AsyncLadderClient
 from ladder_client.client import LadderClient
 from ladder_client.errors import LadderError
-from ladder_client.types import BorrowedCredential, UsageEvent
+from ladder_client.types import UsageEvent
 
 logger = logging.getLogger(__name__)
 
@@ -41,8 +42,6 @@ DEFAULT_QUEUE_MAX = 10_000
 DEFAULT_BATCH_MAX = 500
 DEFAULT_FLUSH_INTERVAL_S = 0.25
 DEFAULT_HEADER_INTERVAL_S = 1.0
-DEFAULT_CREDENTIAL_LEAD_S = 60.0
-REPORTED_FAILURES_KEPT = 512
 # A header whose value says how much of the quota is used: a change is sent at the next flush.
 # Counters that move on every call (x-ratelimit-remaining-requests) only wait their second.
 UTILISATION_MARKERS = ("utiliz", "percent", "status")
@@ -69,12 +68,20 @@ class _Pending:
 _EVENT_FIELD = re.compile(r"^events\[(\d+)\]")
 
 
-def refused_event(exc: LadderError, count: int) -> int | None:
-    """The index of the event a refused batch names (``events[3].cost_usd``), or None when the
-    refusal is the whole batch's (a token's scope, a body the ladder could not read)."""
+def refused(exc: LadderError) -> bool:
+    """The ladder read the report and refused it (a 4xx, 429 aside): sending it again changes nothing."""
+    return exc.status is not None and 400 <= exc.status < 500 and exc.status != 429
+
+
+def refused_event(exc: LadderError, batch: list[UsageEvent]) -> tuple[UsageEvent, list[UsageEvent]] | None:
+    """The ladder takes a batch whole or not at all, and names the event that made it refuse it
+    (``events[3].cost_usd``): that event, and the others to send again. None when the refusal is
+    the whole batch's (a token's scope, a body the ladder could not read)."""
     match = _EVENT_FIELD.match(exc.field or "")
-    index = int(match.group(1)) if match else None
-    return index if index is not None and index < count else None
+    index = int(match.group(1)) if match else len(batch)
+    if not refused(exc) or len(batch) < 2 or index >= len(batch):
+        return None
+    return batch[index], batch[:index] + batch[index + 1 :]
 
 
 class LadderReporter:
@@ -142,17 +149,28 @@ class LadderReporter:
 
     async def flush(self) -> None:
         """Send every queued event (in batches) and every observation that is due."""
-        while self._usage:
-            batch = [self._usage.popleft() for _ in range(min(self.batch_max, len(self._usage)))]
-            if not await self._send_usage(batch):
-                break
+        await self._send_queued_usage()
         await self._send_observations(force=False)
+
+    def _next_batch(self) -> list[UsageEvent]:
+        return [self._usage.popleft() for _ in range(min(self.batch_max, len(self._usage)))]
+
+    async def _send_queued_usage(self) -> None:
+        while self._usage:
+            if not await self._send_usage(self._next_batch()):
+                break
 
     async def _send_usage(self, batch: list[UsageEvent]) -> bool:
         while True:
             try:
                 await self.client.report_usage(batch)
             except LadderError as exc:
+                one_refused = refused_event(exc, batch)
+                if one_refused is not None:  # that one is dropped, the others sent again
+                    self.rejected += 1
+                    logger.warning("the ladder refused usage %s: %s", one_refused[0].request_id, exc)
+                    batch = one_refused[1]
+                    continue
                 if exc.code == "unexpected_response" and (exc.status is None or exc.status < 400):
                     # The ladder took the batch; only its answer is unreadable (a version mismatch).
                     self.sent += len(batch)
@@ -160,16 +178,7 @@ class LadderReporter:
                         "the ladder's answer to %d usage events is unreadable: %s", len(batch), exc
                     )
                     return True
-                if exc.status is not None and 400 <= exc.status < 500 and exc.status != 429:
-                    index = refused_event(exc, len(batch))
-                    if index is not None and len(batch) > 1:
-                        # The ladder takes a batch whole or not at all, and names the event that made
-                        # it refuse: that one is dropped, the others are sent again (one call more).
-                        self.rejected += 1
-                        logger.warning("the ladder refused usage %s: %s", batch[index].request_id, exc)
-                        batch = batch[:index] + batch[index + 1 :]
-                        continue
-                    # The ladder read the batch and refused it: sending it again changes nothing.
+                if refused(exc):
                     self.rejected += len(batch)
                     logger.warning("the ladder refused %d usage events: %s", len(batch), exc)
                     return True
@@ -309,10 +318,7 @@ class LadderReporter:
             if self._wake is not None:
                 self._wake.set()
             await asyncio.gather(task, return_exceptions=True)
-        while self._usage:
-            batch = [self._usage.popleft() for _ in range(min(self.batch_max, len(self._usage)))]
-            if not await self._send_usage(batch):
-                break
+        await self._send_queued_usage()
         await self._send_observations(force=True)
         await self.client.aclose()
 
@@ -345,16 +351,14 @@ class LadderReporter:
         returns the number of events sent."""
         sent = 0
         while self._usage:
-            batch = [self._usage.popleft() for _ in range(min(self.batch_max, len(self._usage)))]
+            batch = self._next_batch()
             try:
                 client.report_usage(batch)
             except LadderError as exc:
-                refused = exc.status is not None and 400 <= exc.status < 500 and exc.status != 429
-                index = refused_event(exc, len(batch)) if refused else None
-                if index is not None and len(batch) > 1:
-                    # One event refused the batch (see _send_usage): drop it, send the others again.
+                one_refused = refused_event(exc, batch)
+                if one_refused is not None:  # that one is dropped, the others sent again
                     self.rejected += 1
-                    self._usage.extendleft(reversed(batch[:index] + batch[index + 1 :]))
+                    self._usage.extendleft(reversed(one_refused[1]))
                     continue
                 self.dropped += len(batch) + len(self._usage)
                 logger.warning("at exit, %d usage events could not reach the ladder: %s", self.dropped, exc)
@@ -417,90 +421,15 @@ class PerLoop:
             return
         await self.reporter.aclose()
 
-
-class SeenOnce:
-    """Remembers the last ``kept`` objects it was shown (by identity): LiteLLM may hand one failure
-    to two hooks, and each is reported once. Holding the objects keeps their ids from being reused."""
-
-    def __init__(self, kept: int = REPORTED_FAILURES_KEPT) -> None:
-        self._kept = kept
-        self._seen: OrderedDict[int, object] = OrderedDict()
-
-    def first(self, thing: object) -> bool:
-        if id(thing) in self._seen:
-            return False
-        self._seen[id(thing)] = thing
-        while len(self._seen) > self._kept:
-            self._seen.popitem(last=False)
-        return True
-
-
-class CredentialCache:
-    """Access tokens borrowed from the ladder (``GET /api/v1/connections/{id}/credential``), kept
-    until ``lead_s`` before they expire. Concurrent requests for one connection share one fetch."""
-
-    def __init__(
-        self,
-        fetch: Callable[[str], Awaitable[BorrowedCredential]],
-        *,
-        lead_s: float = DEFAULT_CREDENTIAL_LEAD_S,
-        now: Callable[[], datetime] = lambda: datetime.now(UTC),
-    ) -> None:
-        self._fetch = fetch
-        self.lead = timedelta(seconds=lead_s)
-        self._now = now
-        self._tokens: dict[str, BorrowedCredential] = {}
-        self._inflight: dict[str, asyncio.Future[BorrowedCredential]] = {}
-        self.fetches = 0
-
-    def fresh(self, connection_id: str) -> str | None:
-        held = self._tokens.get(connection_id)
-        if held is None:
-            return None
-        if held.expires_at is not None and self._now() >= held.expires_at - self.lead:
-            del self._tokens[connection_id]
-            return None
-        return held.access_token
-
-    async def token(self, connection_id: str) -> str:
-        """The connection's access token (LadderError when the ladder will not lend one)."""
-        held = self.fresh(connection_id)
-        if held is not None:
-            return held
-        inflight = self._inflight.get(connection_id)
-        if inflight is None:
-            inflight = asyncio.ensure_future(self._borrow(connection_id))
-            self._inflight[connection_id] = inflight
-        credential = await asyncio.shield(inflight)
-        return credential.access_token
-
-    async def _borrow(self, connection_id: str) -> BorrowedCredential:
+    def drain_sync(self, client: Callable[[], AbstractContextManager[LadderClient]]) -> int:
+        """Send the usage still queued with a synchronous client, made and closed by ``client()``
+        (when the loop that queued it is gone, and at interpreter exit); never raises."""
+        reporter = self._reporter
+        if reporter is None or not reporter.queue_length:
+            return 0
         try:
-            self.fetches += 1
-            credential = await self._fetch(connection_id)
-            self._tokens[connection_id] = credential
-            return credential
-        finally:
-            self._inflight.pop(connection_id, None)
-
-    def remember(self, connection_id: str, credential: BorrowedCredential) -> None:
-        """Keep a credential fetched elsewhere (a synchronous caller)."""
-        self._tokens[connection_id] = credential
-
-    def forget(self, connection_id: str) -> None:
-        """Drop a token the upstream refused (a 401): the next request borrows afresh."""
-        self._tokens.pop(connection_id, None)
-
-
-def sync_drain_at_exit(
-    reporter: LadderReporter, make_client: Callable[[], LadderClient]
-) -> Callable[[], Any]:
-    """An ``atexit`` handler sending what the reporter still holds, with a client made then."""
-
-    def drain() -> None:
-        if not reporter.queue_length:
-            return
-        with make_client() as client:
-            reporter.drain_sync(client)
-
-    return drain
+            with client() as sync:
+                return reporter.drain_sync(sync)
+        except Exception as exc:  # a client closed by its owner, say
+            logger.warning("could not send the %d usage events still queued: %s", reporter.queue_length, exc)
+            return 0

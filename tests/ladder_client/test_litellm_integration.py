@@ -24,8 +24,8 @@ from tests.ladder_client.conftest import CHEAP, CHEAP_MODEL, PLAN, PLAN_MODEL, L
 from tests.ladder_client.fake_openai import COMPLETION_TOKENS, PROMPT_TOKENS, FakeOpenAI, run_fake_openai
 
 litellm = pytest.importorskip("litellm")
+from ladder_client.litellm_deployments import LadderPoolEmpty  # noqa: E402
 from ladder_client.litellm_router import (  # noqa: E402 - needs LiteLLM, an optional extra
-    LadderPoolEmpty,
     install_ladder,
     uninstall_callback,
 )

@@ -25,16 +25,8 @@ from tests.ladder_client.fake_openai import PROMPT_TOKENS, FakeOpenAI, run_fake_
 from tests.ladder_client.sockets import refused_url
 
 litellm = pytest.importorskip("litellm")
-from ladder_client.litellm_proxy import (  # noqa: E402 - needs LiteLLM, an optional extra
+from ladder_client.litellm_deployments import (  # noqa: E402
     BORROW_KEY,
-    GROUPS_KEPT,
-    POOL_KEY,
-    REQUEST_KEY,
-    LadderProxyHook,
-    config_problems,
-    validate_proxy_config,
-)
-from ladder_client.litellm_router import (  # noqa: E402
     CONNECTION_KEY,
     MODEL_KEY,
     PROVIDER_KEY,
@@ -42,6 +34,9 @@ from ladder_client.litellm_router import (  # noqa: E402
     LadderPoolEmpty,
     group_deployments,
 )
+from ladder_client.litellm_proxy import GROUPS_KEPT, LadderProxyHook  # noqa: E402 - needs LiteLLM, an optional extra
+from ladder_client.litellm_proxy_config import config_problems, validate_proxy_config  # noqa: E402
+from ladder_client.litellm_proxy_routing import POOL_KEY, REQUEST_KEY  # noqa: E402
 from tests.ladder_client.test_litellm_integration import (  # noqa: E402
     MESSAGES,
     SUBSCRIPTION,

@@ -24,12 +24,11 @@ from tests.ladder_client.sockets import refused_url
 litellm = pytest.importorskip("litellm")
 from litellm.integrations.custom_logger import CustomLogger  # noqa: E402 - after the skip above
 
-from ladder_client.litellm_router import (  # noqa: E402 - needs LiteLLM, an optional extra
-    LadderCallback,
-    LadderConfigError,
+from ladder_client.litellm_callback import LadderCallback  # noqa: E402 - needs LiteLLM, an optional extra
+from ladder_client.litellm_deployments import LadderConfigError, ladder_candidates  # noqa: E402
+from ladder_client.litellm_router import (  # noqa: E402
     LadderRoutingStrategy,
     install_ladder,
-    ladder_candidates,
     uninstall_callback,
 )
 

@@ -15,7 +15,8 @@ import pytest
 from ladder_client import UsageEvent
 from ladder_client.aclient import AsyncLadderClient
 from ladder_client.client import LadderClient
-from ladder_client.reporting import CredentialCache, LadderReporter, PerLoop, utilisation
+from ladder_client.credential_cache import CredentialCache
+from ladder_client.reporting import LadderReporter, PerLoop, utilisation
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 UNIFIED = "anthropic-ratelimit-unified-5h-"
