@@ -28,7 +28,6 @@ from litellm.integrations.custom_logger import CustomLogger
 from ladder_client.aclient import AsyncLadderClient
 from ladder_client.client import LadderClient
 from ladder_client.litellm_outcomes import (
-    Failure,
     SeenOnce,
     answered_at,
     failure_details,
@@ -93,24 +92,29 @@ class ReportingHooks(CustomLogger):
             reporter.offer_headers(event.connection_id, headers, answered)
 
     async def areport_failure(self, kwargs: Mapping[str, Any], answered: datetime) -> None:
-        failure = self._first_report(kwargs, answered)
-        if failure is not None:
-            connection_id, model, status, exc = failure
-            headers, body = failure_details(exc)
-            await self.loops.reporter.report_failure(
-                connection_id, status, headers=headers, body=body, model=model, observed_at=answered
-            )
+        report = self._failure_report(kwargs, answered)
+        if report is not None:
+            await self.loops.reporter.report_failure(*report[:2], **report[2])
 
-    def _first_report(self, kwargs: Mapping[str, Any], answered: datetime) -> Failure | None:
-        """The failure to report, the first time it is handed over; None when there is none."""
+    def _failure_report(
+        self, kwargs: Mapping[str, Any], answered: datetime
+    ) -> tuple[str, int, dict[str, Any]] | None:
+        """(connection id, status, what else is sent) of an upstream error answer to report, the
+        first time it is handed over; None when there is none."""
         failure = reportable_failure(kwargs)
         if failure is None:
             return None
+        connection_id, model, status, exc = failure
         with self._lock:
-            if not self._seen.first(failure[3]):
+            if not self._seen.first(exc):
                 return None
-            self._failed_at[failure[0]] = max(answered, self._failed_at.get(failure[0], answered))
-        return failure
+            self._failed_at[connection_id] = max(answered, self._failed_at.get(connection_id, answered))
+        headers, body = failure_details(exc)
+        return (
+            connection_id,
+            status,
+            {"headers": headers, "body": body, "model": model, "observed_at": answered},
+        )
 
 
 class LadderCallback(ReportingHooks):
@@ -151,13 +155,9 @@ class LadderCallback(ReportingHooks):
         self.client.report_observation(connection_id, headers, observed_at=answered)
 
     def report_failure(self, kwargs: Mapping[str, Any], response_obj: object, answered: datetime) -> None:
-        failure = self._first_report(kwargs, answered)
-        if failure is not None:
-            connection_id, model, status, exc = failure
-            headers, body = failure_details(exc)
-            self.client.report_failure(
-                connection_id, status, headers=headers, body=body, model=model, observed_at=answered
-            )
+        report = self._failure_report(kwargs, answered)
+        if report is not None:
+            self.client.report_failure(*report[:2], **report[2])
 
     def drain(self) -> int:
         """Send the usage still queued, synchronously (when the loop that queued it is gone, and at

@@ -103,7 +103,7 @@ from ladder_client.litellm_deployments import (
     metadata_buckets,
     with_api_key,
 )
-from ladder_client.litellm_outcomes import Failure, answering_connection, answering_model_info
+from ladder_client.litellm_outcomes import answering_connection, answering_model_info
 from ladder_client.reporting import LadderReporter, PerLoop
 from ladder_client.types import Candidate
 
@@ -334,14 +334,16 @@ class LadderProxyHook(ReportingHooks):
 
     # --- outcomes ---------------------------------------------------------------------------
 
-    def _first_report(self, kwargs: Mapping[str, Any], answered: datetime) -> Failure | None:
+    def _failure_report(
+        self, kwargs: Mapping[str, Any], answered: datetime
+    ) -> tuple[str, int, dict[str, Any]] | None:
         exc = kwargs.get("exception")
         if isinstance(exc, BaseException) and not isinstance(exc, LadderRoutingError):
             self._remember_failed(kwargs)  # a timeout too: the retry climbs past this deployment
-        failure = super()._first_report(kwargs, answered)
-        if failure is not None and failure[2] == 401:
-            self.credentials.forget(failure[0])  # the next attempt borrows a fresh token
-        return failure
+        report = super()._failure_report(kwargs, answered)
+        if report is not None and report[1] == 401:
+            self.credentials.forget(report[0])  # the next attempt borrows a fresh token
+        return report
 
     def _remember_failed(self, kwargs: Mapping[str, Any]) -> None:
         params = kwargs.get("litellm_params")

@@ -62,9 +62,6 @@ class LadderRoutingStrategy(CustomRoutingStrategyBase):
         self.loops = loops or PerLoop(lambda: client.twin(AsyncLadderClient))
         self.credentials = CredentialCache(lambda connection_id: self.loops.client.credential(connection_id))
 
-    def deployments(self, model_group: str) -> list[Mapping[str, Any]]:
-        return group_deployments(self.router, model_group)
-
     def _group(
         self, model_group: str, request_kwargs: Mapping[str, Any] | None
     ) -> tuple[dict[str, Any] | None, tuple[Candidate, ...], dict[Target, Mapping[str, Any]]]:
@@ -73,7 +70,7 @@ class LadderRoutingStrategy(CustomRoutingStrategyBase):
         origin = original_model_group(request_kwargs)
         if origin is not None and origin != model_group and is_auto_id(origin):
             raise LadderFallbackRefused(origin, model_group)
-        deployments = self.deployments(model_group)
+        deployments = group_deployments(self.router, model_group)
         if not deployments:
             raise LadderConfigError(f"the router has no deployment in model group {model_group!r}")
         if not is_auto_id(model_group):
@@ -96,30 +93,6 @@ class LadderRoutingStrategy(CustomRoutingStrategyBase):
             f"{list(entry.allowed_connection_ids)} matches no deployment"
         )
 
-    def pick(self, model_group: str, request_kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The deployment for one attempt of a request for ``model_group`` (synchronous)."""
-        outside, candidates, targets = self._group(model_group, request_kwargs)
-        if outside is not None:
-            return outside
-        chosen = self._choose(model_group, self.client.resolve(model_group, candidates), targets)
-        connection_id = borrows_credential(chosen)
-        if connection_id is None:
-            return chosen
-        return with_api_key(chosen, self.credentials.token_sync(connection_id, self.client.credential))
-
-    async def apick(
-        self, model_group: str, request_kwargs: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
-        """The deployment for one attempt, from the event loop."""
-        outside, candidates, targets = self._group(model_group, request_kwargs)
-        if outside is not None:
-            return outside
-        chosen = self._choose(model_group, await self.loops.client.resolve(model_group, candidates), targets)
-        connection_id = borrows_credential(chosen)
-        if connection_id is None:
-            return chosen
-        return with_api_key(chosen, await self.credentials.token(connection_id))
-
     # LiteLLM's base declares these `-> None` but documents "returns an element of model_list".
     def get_available_deployment(  # type: ignore[override]
         self,
@@ -129,7 +102,16 @@ class LadderRoutingStrategy(CustomRoutingStrategyBase):
         specific_deployment: bool | None = False,
         request_kwargs: dict[str, object] | None = None,
     ) -> dict[str, Any]:
-        return self.pick(model, request_kwargs)
+        """The deployment for one attempt of a request for the model group ``model``, asked with
+        ``client`` (synchronous)."""
+        outside, candidates, targets = self._group(model, request_kwargs)
+        if outside is not None:
+            return outside
+        chosen = self._choose(model, self.client.resolve(model, candidates), targets)
+        connection_id = borrows_credential(chosen)
+        if connection_id is None:
+            return chosen
+        return with_api_key(chosen, self.credentials.token_sync(connection_id, self.client.credential))
 
     async def async_get_available_deployment(  # type: ignore[override]
         self,
@@ -139,7 +121,15 @@ class LadderRoutingStrategy(CustomRoutingStrategyBase):
         specific_deployment: bool | None = False,
         request_kwargs: dict[str, object] | None = None,
     ) -> dict[str, Any]:
-        return await self.apick(model, request_kwargs)
+        """The same from the event loop, asked with the loop's client."""
+        outside, candidates, targets = self._group(model, request_kwargs)
+        if outside is not None:
+            return outside
+        chosen = self._choose(model, await self.loops.client.resolve(model, candidates), targets)
+        connection_id = borrows_credential(chosen)
+        if connection_id is None:
+            return chosen
+        return with_api_key(chosen, await self.credentials.token(connection_id))
 
 
 # --- installing both --------------------------------------------------------------------------
