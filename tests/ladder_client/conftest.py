@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -18,8 +19,9 @@ from ladder import models as m
 from ladder.gateway.snapshot_cache import snapshot_cache
 from ladder.services import bump_state_version
 from ladder.services.tokens import gateway_token_create
-from ladder_client import LadderClient
+from ladder_client import Candidate, LadderClient
 from tests.conftest import TEST_HOTSTATE_PREFIX
+from tests.ladder_client.fake_openai import FakeOpenAI, run_fake_openai
 
 # LiteLLM fetches its price map from the internet at import unless told to use its local copy.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -28,6 +30,18 @@ PLAN = "claude-max"  # a Claude Code OAuth plan: subscription, hard-stop (the na
 CHEAP = "openai-key"  # an OpenAI API key: metered, on a cheap model
 PLAN_MODEL = ("claude", "claude-sonnet-4-5")
 CHEAP_MODEL = ("openai", "gpt-4o-mini")
+CANDIDATES = (
+    Candidate(*PLAN_MODEL, connection_id=None, allowed_connection_ids=(PLAN,)),
+    Candidate(*CHEAP_MODEL, connection_id=None, allowed_connection_ids=(CHEAP,)),
+)
+
+
+def claude_headers(*, utilization: float, reset_at: datetime, status: str = "allowed") -> dict[str, str]:
+    return {
+        "anthropic-ratelimit-unified-5h-utilization": str(utilization),
+        "anthropic-ratelimit-unified-5h-reset": reset_at.isoformat(),
+        "anthropic-ratelimit-unified-5h-status": status,
+    }
 
 
 @dataclass
@@ -147,3 +161,18 @@ class CountingTransport(httpx.HTTPTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         self.sent.append(f"{request.method} {request.url.path}")
         return super().handle_request(request)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    """An OpenAI-compatible upstream in this process (the plan, the cheap key, the paid model)."""
+    with run_fake_openai() as running:
+        yield running
+
+
+@pytest.fixture
+def gateway(ladder: Ladder) -> Iterator[LadderClient]:
+    """A client of the running ladder, closed after its test: a connection it keeps open keeps a
+    live-server thread, and that thread's database session, alive past the test run."""
+    with ladder.client() as client:
+        yield client

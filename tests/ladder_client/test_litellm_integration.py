@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -21,7 +21,7 @@ import pytest
 from ladder.services import configuration_update
 from ladder_client import LadderClient
 from tests.ladder_client.conftest import CHEAP, CHEAP_MODEL, PLAN, PLAN_MODEL, Ladder
-from tests.ladder_client.fake_openai import COMPLETION_TOKENS, PROMPT_TOKENS, FakeOpenAI, run_fake_openai
+from tests.ladder_client.fake_openai import COMPLETION_TOKENS, PROMPT_TOKENS, FakeOpenAI
 
 litellm = pytest.importorskip("litellm")
 from ladder_client.litellm_deployments import LadderPoolEmpty  # noqa: E402
@@ -86,12 +86,6 @@ def model_list(fake: FakeOpenAI) -> list[dict[str, Any]]:
         "model_info": {"id": "paid"},
     }
     return [plan_deployment(fake, THRIFTY), cheap, plan_deployment(fake, SUBSCRIPTION), paid]
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with run_fake_openai() as running:
-        yield running
 
 
 async def eventually(check: Callable[[], T], accept: Callable[[T], bool], what: str) -> T:

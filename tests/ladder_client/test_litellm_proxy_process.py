@@ -29,7 +29,7 @@ from ladder import models as m
 from ladder.services import configuration_update
 from ladder_client import LadderClient
 from tests.ladder_client.conftest import CHEAP, PLAN, Ladder
-from tests.ladder_client.fake_openai import COMPLETION_TOKENS, PROMPT_TOKENS, FakeOpenAI, run_fake_openai
+from tests.ladder_client.fake_openai import COMPLETION_TOKENS, PROMPT_TOKENS, FakeOpenAI
 from tests.ladder_client.sockets import refused_url
 from tests.reliability.processes import ROOT, Service, free_port, wait_until
 
@@ -114,12 +114,6 @@ def running_proxy(config: Path, env: dict[str, str], log: Path) -> Iterator[Serv
         raise
     finally:
         proxy.stop()
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with run_fake_openai() as running:
-        yield running
 
 
 def eventually(check: Callable[[], T], accept: Callable[[T], bool], what: str) -> T:

@@ -4,9 +4,8 @@ groups outside the ladder, a ladder that cannot be reached, and reports that mus
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +17,12 @@ from ladder_client import LadderClient, LadderError
 from ladder_client.aclient import AsyncLadderClient
 from ladder_client.reporting import PerLoop
 from tests.ladder_client.conftest import CHEAP, CHEAP_MODEL, PLAN, PLAN_MODEL, CountingTransport, Ladder
-from tests.ladder_client.fake_openai import FakeOpenAI, run_fake_openai
+from tests.ladder_client.fake_openai import FakeOpenAI
 from tests.ladder_client.sockets import refused_url
 
 litellm = pytest.importorskip("litellm")
-from litellm.integrations.custom_logger import CustomLogger  # noqa: E402 - after the skip above
 
-from ladder_client.litellm_callback import LadderCallback  # noqa: E402 - needs LiteLLM, an optional extra
-from ladder_client.litellm_deployments import LadderConfigError, ladder_candidates  # noqa: E402
+from ladder_client.litellm_deployments import LadderConfigError  # noqa: E402
 from ladder_client.litellm_router import (  # noqa: E402
     LadderRoutingStrategy,
     install_ladder,
@@ -53,20 +50,6 @@ def _litellm_callbacks_restored() -> Iterator[None]:
         getattr(litellm, name)[:] = callbacks
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with run_fake_openai() as running:
-        yield running
-
-
-@pytest.fixture
-def gateway(ladder: Ladder) -> Iterator[LadderClient]:
-    """A client of the running ladder, closed after its test: a connection it keeps open keeps a
-    live-server thread, and that thread's database session, alive past the test run."""
-    with ladder.client() as client:
-        yield client
-
-
 def deployment(fake: FakeOpenAI, group: str, route: str, **ladder_keys: str) -> dict[str, Any]:
     return {
         "model_name": group,
@@ -86,21 +69,6 @@ def cheap_keys() -> dict[str, str]:
 def routed(router: Any, client: LadderClient) -> Any:
     _, callback = install_ladder(router, client)
     return callback
-
-
-def test_it_groups_deployments_into_logical_candidates_in_order() -> None:
-    plan_a = {"model_info": {**plan_keys(), "id": "a"}}
-    plan_b = {"model_info": {**plan_keys(), "ladder_connection_id": "plan-2", "id": "b"}}
-    plan_a_again = {"model_info": {**plan_keys(), "id": "a2"}}
-    cheap = {"model_info": {**cheap_keys(), "id": "c"}}
-
-    candidates, targets = ladder_candidates("auto/thrifty", [plan_a, cheap, plan_b, plan_a_again])
-
-    assert [(c.provider, c.model, c.connection_id, c.allowed_connection_ids) for c in candidates] == [
-        (*PLAN_MODEL, None, (PLAN, "plan-2")),
-        (*CHEAP_MODEL, None, (CHEAP,)),
-    ]
-    assert targets[(*PLAN_MODEL, PLAN)] is plan_a  # the first deployment of a connection serves it
 
 
 def test_it_refuses_a_deployment_without_its_ladder_keys(fake: FakeOpenAI) -> None:
@@ -151,69 +119,6 @@ def test_it_fails_closed_when_the_ladder_cannot_be_asked(fake: FakeOpenAI) -> No
     assert fake.routes() == []  # neither a guess nor the configured paid fallback
 
 
-def test_the_callback_never_fails_a_request_when_the_ladder_is_down(
-    fake: FakeOpenAI, caplog: pytest.LogCaptureFixture
-) -> None:
-    router = litellm.Router(model_list=[deployment(fake, "plain", "cheap", **cheap_keys())], num_retries=0)
-    callback = LadderCallback(LadderClient(refused_url(), "olr_never-asked-token", retries=0))
-    litellm.logging_callback_manager.add_litellm_callback(callback)
-
-    async def call() -> Any:
-        response = await router.acompletion(model="plain", messages=MESSAGES)
-        await asyncio.sleep(0.5)  # the success hook runs after the answer; let its flush fail
-        return response
-
-    try:
-        with caplog.at_level(logging.WARNING, logger="ladder_client.reporting"):
-            response = asyncio.run(call())
-    finally:
-        uninstall_callback(callback)
-    assert response.choices[0].message.content == "ok"
-    # The usage batch waits for the next flush, and is given up at the end (counted, not raised).
-    assert any("could not report 1 usage events" in record.getMessage() for record in caplog.records)
-    assert callback.loops.current_reporter is not None
-    assert callback.loops.current_reporter.dropped == 1
-
-
-def test_it_reports_a_failure_handed_to_both_hooks_once(fake: FakeOpenAI, gateway: LadderClient) -> None:
-    fake.exhaust_plan(reset_in_s=60)
-    router = litellm.Router(model_list=[deployment(fake, "plain", "plan", **plan_keys())], num_retries=0)
-    callback = LadderCallback(gateway)
-    seen: list[BaseException] = []
-
-    class Recorder(CustomLogger):
-        async def async_log_failure_event(
-            self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
-        ) -> None:
-            # LiteLLM's own payload, handed to both of the ladder callback's hooks.
-            callback.log_failure_event(kwargs, response_obj, start_time, end_time)
-            await callback.async_log_failure_event(kwargs, response_obj, start_time, end_time)
-            seen.append(kwargs["exception"])
-
-    litellm.logging_callback_manager.add_litellm_callback(Recorder())
-    with pytest.raises(litellm.RateLimitError):
-        asyncio.run(router.acompletion(model="plain", messages=MESSAGES))
-    assert len(seen) == 1
-    failures = list(m.FailureEvent.objects.values_list("connection_id", "status", "classification"))
-    assert failures == [(PLAN, 429, "quota_exhausted")]
-
-
-def test_it_reports_no_failure_without_an_http_answer(ladder: Ladder) -> None:
-    unreachable = {
-        "model_name": "plain",
-        "litellm_params": {"model": "openai/plan-model", "api_base": refused_url() + "/v1", "api_key": "k"},
-        "model_info": {"id": "down", **plan_keys()},
-    }
-    router = litellm.Router(model_list=[unreachable], num_retries=0)
-    litellm.logging_callback_manager.add_litellm_callback(
-        LadderCallback(LadderClient(ladder.url, ladder.token))
-    )
-    with pytest.raises(litellm.InternalServerError):  # LiteLLM's name for a refused connection
-        asyncio.run(router.acompletion(model="plain", messages=MESSAGES))
-    # A connection error says nothing about the plan's quota: the ladder is not told.
-    assert not m.FailureEvent.objects.exists()
-
-
 def test_uninstall_leaves_the_callback_in_no_litellm_list(fake: FakeOpenAI) -> None:
     router = litellm.Router(model_list=[deployment(fake, "paid", "paid")], num_retries=0)
     callback = routed(router, LadderClient(refused_url(), "olr_never-asked-token", retries=0))
@@ -222,54 +127,6 @@ def test_uninstall_leaves_the_callback_in_no_litellm_list(fake: FakeOpenAI) -> N
     uninstall_callback(callback)
 
     assert not [name for name in CALLBACK_LISTS if callback in getattr(litellm, name)]
-
-
-def test_it_drops_quota_headers_older_than_a_reported_failure(gateway: LadderClient) -> None:
-    client = gateway
-    callback = LadderCallback(client)
-    now = datetime.now(UTC)
-    reset_at = now + timedelta(minutes=5)
-    spent_headers = {
-        "anthropic-ratelimit-unified-5h-status": "rejected",
-        "anthropic-ratelimit-unified-5h-utilization": "1.0",
-        "anthropic-ratelimit-unified-5h-reset": reset_at.isoformat(),
-    }
-    request = httpx.Request("POST", "http://upstream.invalid/v1/chat/completions")
-    exhausted = litellm.RateLimitError(
-        message="5-hour usage limit reached",
-        llm_provider="openai",
-        model=PLAN_MODEL[1],
-        response=httpx.Response(429, headers=spent_headers, json={"error": {}}, request=request),
-    )
-    plan = {"litellm_params": {"model_info": plan_keys()}}
-
-    def success(call_id: str, used: float) -> dict[str, Any]:
-        headers = {
-            "anthropic-ratelimit-unified-5h-utilization": str(used),
-            "anthropic-ratelimit-unified-5h-reset": reset_at.isoformat(),
-            "content-type": "application/json",
-        }
-        return {**plan, "litellm_call_id": call_id, "response_headers": headers}
-
-    # The ladder's latched copy keeps the age of the reading it copies (from 10 s ago), so headers
-    # from 1 s ago, sent after the failure, would read there as newer and lift the latch.
-    client.report_observation(
-        PLAN, success("seed", 0.4)["response_headers"], observed_at=now - timedelta(seconds=10)
-    )
-    callback.report_failure({**plan, "exception": exhausted}, None, now)
-    callback.report_success(success("earlier", 0.4), None, now - timedelta(seconds=1))  # arrives late
-    after_late_headers = client.connection(PLAN).reading
-    callback.report_success(success("later", 0.05), None, now + timedelta(seconds=1))
-    after_new_headers = client.connection(PLAN).reading
-
-    late, new = (
-        reading.window("5h") if reading else None for reading in (after_late_headers, after_new_headers)
-    )
-    assert late is not None
-    assert (late.remaining_pct, late.latched) == (0.0, True)
-    assert new is not None
-    assert (new.remaining_pct, new.latched) == (95.0, False)
-    assert m.UsageEvent.objects.count() == 2  # the late success's usage still counts
 
 
 def test_the_example_of_the_docs_runs(

@@ -1,4 +1,4 @@
-"""The reporter's batching, coalescing and ordering, and the credential cache, against an
+"""The reporter's batching, coalescing and ordering, and its client per event loop, against an
 in-process ladder answer (httpx.MockTransport) and a clock the test moves."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import pytest
 from ladder_client import UsageEvent
 from ladder_client.aclient import AsyncLadderClient
 from ladder_client.client import LadderClient
-from ladder_client.credential_cache import CredentialCache
 from ladder_client.reporting import LadderReporter, PerLoop, utilisation
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -238,33 +237,6 @@ def test_utilisation_reads_only_the_headers_that_say_how_much_is_used() -> None:
     assert utilisation({"X-Codex-Primary-Used-Percent": "40", "x-ratelimit-remaining-requests": "9"}) == (
         ("x-codex-primary-used-percent", "40"),
     )
-
-
-def test_credentials_are_cached_until_shortly_before_expiry_and_shared_while_fetched() -> None:
-    from ladder_client.types import BorrowedCredential
-
-    moments = [NOW]
-    fetched: list[str] = []
-
-    async def fetch(connection_id: str) -> BorrowedCredential:
-        fetched.append(connection_id)
-        await asyncio.sleep(0)
-        return BorrowedCredential(
-            access_token=f"token-{len(fetched)}", expires_at=NOW + timedelta(minutes=10), account_id=None
-        )
-
-    cache = CredentialCache(fetch, lead_s=60, now=lambda: moments[0])
-
-    async def run() -> list[str]:
-        first = await asyncio.gather(cache.token("plan"), cache.token("plan"))
-        moments[0] = NOW + timedelta(minutes=8)
-        cached = await cache.token("plan")
-        moments[0] = NOW + timedelta(minutes=9, seconds=1)  # within the lead: borrowed again
-        renewed = await cache.token("plan")
-        return [*first, cached, renewed]
-
-    assert asyncio.run(run()) == ["token-1", "token-1", "token-1", "token-2"]
-    assert fetched == ["plan", "plan"]
 
 
 def test_events_queued_on_a_loop_that_ended_go_out_with_the_next_loops_reporter() -> None:
