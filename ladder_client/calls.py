@@ -60,6 +60,10 @@ def answer_as(kind: type[T], document: Any) -> T:
         ) from exc
 
 
+def reads(kind: type[T]) -> Callable[[Any], T]:
+    return partial(answer_as, kind)
+
+
 def to_json(body: msgspec.Struct) -> Any:
     """A request body as JSON values; a naive time is refused here, before anything is sent."""
     document = msgspec.to_builtins(body)
@@ -77,13 +81,11 @@ def resolution_key(model: str, candidates: Sequence[api.Candidate] | None) -> Re
 
 
 def resolve(model: str, candidates: Sequence[api.Candidate] | None = None) -> Call[api.Resolution]:
-    """The pool for an auto id. An empty pool is a api.Resolution with ``empty`` set, not an error."""
+    """The pool for an auto id. An empty pool is a Resolution with ``empty`` set, not an error."""
     key = resolution_key(model, candidates)
     body = to_json(api.ResolveRequest(model, key[1]))
     # A read: sending it twice only recomputes the answer (and refresh requests are deduplicated).
-    return Call(
-        "POST", "/api/v1/pools/resolve", body, True, partial(answer_as, api.Resolution), cache_key=key
-    )
+    return Call("POST", "/api/v1/pools/resolve", body, True, reads(api.Resolution), cache_key=key)
 
 
 def report_usage(events: api.UsageEvent | Iterable[api.UsageEvent]) -> Call[api.UsageResponse]:
@@ -96,7 +98,7 @@ def report_usage(events: api.UsageEvent | Iterable[api.UsageEvent]) -> Call[api.
             raise ValueError("report_usage: send at least one event")
     # Safe to resend: the ladder counts each request_id once and answers a replay like the first
     # time, so a report whose answer was lost is not counted twice.
-    return Call("POST", "/api/v1/usage", body, True, partial(answer_as, api.UsageResponse))
+    return Call("POST", "/api/v1/usage", body, True, reads(api.UsageResponse))
 
 
 def report_failure(
@@ -113,9 +115,7 @@ def report_failure(
     # Not idempotent: each report raises the backoff level and is stored, so a request that may
     # have reached the ladder is never sent again (only one that provably never left).
     path = f"{_connection(connection_id)}/failures"
-    return Call(
-        "POST", path, to_json(sent), False, partial(answer_as, api.FailureResponse), clears_cache=True
-    )
+    return Call("POST", path, to_json(sent), False, reads(api.FailureResponse), clears_cache=True)
 
 
 def report_observation(
@@ -134,17 +134,11 @@ def report_observation(
 
 
 def connections() -> Call[api.ConnectionList]:
-    return Call("GET", "/api/v1/connections", None, True, partial(answer_as, api.ConnectionList))
+    return Call("GET", "/api/v1/connections", None, True, reads(api.ConnectionList))
 
 
 def connection(connection_id: str) -> Call[api.Connection]:
-    return Call(
-        "GET",
-        _connection(connection_id),
-        None,
-        True,
-        lambda doc: _only_one(answer_as(api.ConnectionList, doc)),
-    )
+    return Call("GET", _connection(connection_id), None, True, _only_one)
 
 
 def credential(connection_id: str) -> Call[api.CredentialAnswer]:
@@ -152,13 +146,7 @@ def credential(connection_id: str) -> Call[api.CredentialAnswer]:
     refreshes it first when it is within its lead time, so that one program redeems each
     single-use refresh token. Errors: 409 ``credential_not_owned``, ``no_credential`` or
     ``needs_reauth``; 503 ``refresh_in_progress`` (see ``retry_after_s``)."""
-    return Call(
-        "GET",
-        f"{_connection(connection_id)}/credential",
-        None,
-        True,
-        partial(answer_as, api.CredentialAnswer),
-    )
+    return Call("GET", f"{_connection(connection_id)}/credential", None, True, reads(api.CredentialAnswer))
 
 
 def push_credential(
@@ -174,19 +162,22 @@ def push_credential(
 
 def models() -> Call[tuple[str, ...]]:
     """The auto ids the ladder advertises (``GET /v1/models``)."""
-    return Call(
-        "GET", "/v1/models", None, True, lambda doc: tuple(m.id for m in answer_as(api.ModelList, doc).data)
-    )
+    return Call("GET", "/v1/models", None, True, _model_ids)
 
 
 def _connection(connection_id: str) -> str:
     return f"/api/v1/connections/{quote(connection_id, safe='')}"
 
 
-def _only_one(report: api.ConnectionList) -> api.Connection:
+def _only_one(document: Any) -> api.Connection:
+    report = answer_as(api.ConnectionList, document)
     if len(report.connections) != 1:
         raise LadderProtocolError(f"expected one connection, got {len(report.connections)}")
     return report.connections[0]
+
+
+def _model_ids(document: Any) -> tuple[str, ...]:
+    return tuple(model.id for model in answer_as(api.ModelList, document).data)
 
 
 def _headers(headers: Mapping[str, str] | httpx.Headers | None) -> dict[str, api.HeaderValue]:
