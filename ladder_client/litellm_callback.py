@@ -94,13 +94,11 @@ class ReportingHooks(CustomLogger):
     async def areport_failure(self, kwargs: Mapping[str, Any], answered: datetime) -> None:
         report = self._failure_report(kwargs, answered)
         if report is not None:
-            await self.loops.reporter.report_failure(*report[:2], **report[2])
+            await self.loops.reporter.report_failure(**report)
 
-    def _failure_report(
-        self, kwargs: Mapping[str, Any], answered: datetime
-    ) -> tuple[str, int, dict[str, Any]] | None:
-        """(connection id, status, what else is sent) of an upstream error answer to report, the
-        first time it is handed over; None when there is none."""
+    def _failure_report(self, kwargs: Mapping[str, Any], answered: datetime) -> dict[str, Any] | None:
+        """What is sent of an upstream error answer (``report_failure``'s arguments), the first time
+        LiteLLM hands it over; None when there is nothing to report."""
         failure = reportable_failure(kwargs)
         if failure is None:
             return None
@@ -110,11 +108,14 @@ class ReportingHooks(CustomLogger):
                 return None
             self._failed_at[connection_id] = max(answered, self._failed_at.get(connection_id, answered))
         headers, body = failure_details(exc)
-        return (
-            connection_id,
-            status,
-            {"headers": headers, "body": body, "model": model, "observed_at": answered},
-        )
+        return {
+            "connection_id": connection_id,
+            "status": status,
+            "headers": headers,
+            "body": body,
+            "model": model,
+            "observed_at": answered,
+        }
 
 
 class LadderCallback(ReportingHooks):
@@ -157,7 +158,7 @@ class LadderCallback(ReportingHooks):
     def report_failure(self, kwargs: Mapping[str, Any], response_obj: object, answered: datetime) -> None:
         report = self._failure_report(kwargs, answered)
         if report is not None:
-            self.client.report_failure(*report[:2], **report[2])
+            self.client.report_failure(**report)
 
     def drain(self) -> int:
         """Send the usage still queued, synchronously (when the loop that queued it is gone, and at

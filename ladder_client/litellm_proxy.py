@@ -334,15 +334,13 @@ class LadderProxyHook(ReportingHooks):
 
     # --- outcomes ---------------------------------------------------------------------------
 
-    def _failure_report(
-        self, kwargs: Mapping[str, Any], answered: datetime
-    ) -> tuple[str, int, dict[str, Any]] | None:
+    def _failure_report(self, kwargs: Mapping[str, Any], answered: datetime) -> dict[str, Any] | None:
         exc = kwargs.get("exception")
         if isinstance(exc, BaseException) and not isinstance(exc, LadderRoutingError):
             self._remember_failed(kwargs)  # a timeout too: the retry climbs past this deployment
         report = super()._failure_report(kwargs, answered)
-        if report is not None and report[1] == 401:
-            self.credentials.forget(report[0])  # the next attempt borrows a fresh token
+        if report is not None and report["status"] == 401:
+            self.credentials.forget(report["connection_id"])  # the next attempt borrows a fresh token
         return report
 
     def _remember_failed(self, kwargs: Mapping[str, Any]) -> None:
