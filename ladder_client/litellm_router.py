@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import litellm
-from litellm import Router
 from litellm.types.router import CustomRoutingStrategyBase
 
 from ladder_client.aclient import AsyncLadderClient
@@ -56,7 +55,7 @@ class LadderRoutingStrategy(CustomRoutingStrategyBase):
     gets the access token the ladder lends for its connection as its ``api_key``, on the copy
     returned for this attempt only (cached until shortly before it expires)."""
 
-    def __init__(self, router: Router, client: LadderClient, *, loops: PerLoop | None = None) -> None:
+    def __init__(self, router: litellm.Router, client: LadderClient, *, loops: PerLoop | None = None) -> None:
         self.router = router
         self.client = client
         self.loops = loops or PerLoop(lambda: client.twin(AsyncLadderClient))
@@ -136,7 +135,7 @@ class LadderRoutingStrategy(CustomRoutingStrategyBase):
 
 
 def install_ladder(
-    router: Router,
+    router: litellm.Router,
     client: LadderClient,
     *,
     report_headers: bool = True,
