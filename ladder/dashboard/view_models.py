@@ -58,6 +58,7 @@ from ladder.domain.credentials import NEEDS_REAUTH, REFRESHABLE_KINDS, default_o
 from ladder.domain.scopes import scope_words
 from ladder.domain.types import LadderConfig, Thresholds
 from ladder.domain.windows import connection_limits, is_too_old, is_usable, reading_age_s, reset_passed
+from ladder.security.logredact import redact_url
 from ladder.selectors.alerts import (
     alert_channels_all,
     alert_deliveries_recent,
@@ -68,7 +69,6 @@ from ladder.selectors.alerts import (
 )
 from ladder.selectors.escalations import escalation_auto_ids, escalations_latest
 from ladder.selectors.snapshot import catalog_uncurated_kinds, snapshot_load
-from ladder.services.alert_senders import redact_url
 from ladder.services.credentials import connection_kind
 
 PREVIEW_DEFAULT = "auto/subscription"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
+from urllib.parse import urlsplit
 
 REDACTED = "[redacted]"
 SECRET_HEADERS = (
@@ -44,6 +45,17 @@ def redact(text: str) -> str:
     for pattern in PATTERNS:
         text = pattern.sub(_replacement, text)
     return text
+
+
+def redact_url(url: str) -> str:
+    """Scheme, host and port only: Slack's and Discord's webhook URLs hold their token in the path."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or "?"
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "(invalid URL)"
+    return f"{parts.scheme}://{host}{port}/…"
 
 
 class SecretRedactingFilter(logging.Filter):

@@ -32,6 +32,7 @@ from django.core.mail import EmailMessage
 from standardwebhooks import Webhook
 
 from ladder.domain.alerts import alert_email_addresses
+from ladder.security.logredact import redact_url
 
 USER_AGENT = "omniroute-ladder-alerts/1"
 DELIVERY_ID_HEADER = "X-Ladder-Delivery-Id"
@@ -136,17 +137,6 @@ def discord_body(payload: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # --- errors without secrets -------------------------------------------------------------------
-
-
-def redact_url(url: str) -> str:
-    """Scheme, host and port only: Slack's and Discord's webhook URLs hold their token in the path."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or "?"
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        return "(invalid URL)"
-    return f"{parts.scheme}://{host}{port}/…"
 
 
 def scrub(text: str, target: Target) -> str:

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from ladder.security.logredact import REDACTED, SECRET_FRAGMENT_MIN, strip_secrets
+from ladder.security.logredact import REDACTED, SECRET_FRAGMENT_MIN, redact_url, strip_secrets
 
 KEY = "sk-proj-Z9y8X7w6V5u4T3s2R1q0ABCDEFGHIJ"
 
@@ -55,3 +55,15 @@ def test_it_is_linear_for_long_credentials_and_long_texts() -> None:
 
     assert stripped.count(REDACTED) == 200
     assert elapsed_s < 1.0  # ~0.1 s here; a cubic search would take hours
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://hooks.slack.com/services/T0/B0/secret-token", "https://hooks.slack.com/…"),
+        ("http://127.0.0.1:8080/hook?key=secret", "http://127.0.0.1:8080/…"),
+        ("http://[::1", "(invalid URL)"),
+    ],
+)
+def test_it_shows_only_a_urls_scheme_host_and_port(url: str, shown: str) -> None:
+    assert redact_url(url) == shown

@@ -39,9 +39,9 @@ from django.utils import timezone
 
 from ladder.management.commands.ladder_demo import DEMO_CONNECTIONS
 from ladder.models import Connection, LadderConfiguration
+from ladder.security.logredact import redact_url
 from ladder.services import bump_state_version
 from ladder.services.alert_delivery import alert_channel_default_webhook
-from ladder.services.alert_senders import redact_url
 from ladder.services.credentials import credential_import
 from ladder.services.refresh import claim_deadline, connections_claim, connections_refresh_many
 
