@@ -54,7 +54,13 @@ from ladder.domain import (
 from ladder.domain.autoid import parse_auto_id
 from ladder.domain.billing import BillingVerdict, catalog_key_label
 from ladder.domain.budgets import RungBudget
-from ladder.domain.credentials import NEEDS_REAUTH, REFRESHABLE_KINDS, default_owner, expires_in_text
+from ladder.domain.credentials import (
+    NEEDS_REAUTH,
+    REFRESHABLE_KINDS,
+    connection_kind,
+    default_owner,
+    expires_in_text,
+)
 from ladder.domain.scopes import scope_words
 from ladder.domain.types import LadderConfig, Thresholds
 from ladder.domain.windows import connection_limits, is_too_old, is_usable, reading_age_s, reset_passed
@@ -69,7 +75,6 @@ from ladder.selectors.alerts import (
 )
 from ladder.selectors.escalations import escalation_auto_ids, escalations_latest
 from ladder.selectors.snapshot import catalog_uncurated_kinds, snapshot_load
-from ladder.services.credentials import connection_kind
 
 PREVIEW_DEFAULT = "auto/subscription"
 

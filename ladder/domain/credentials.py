@@ -3,8 +3,12 @@ passed in."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Literal
+from types import MappingProxyType
+from typing import Literal, Protocol
+
+from ladder.domain.billing import normalise_auth_type
 
 CredentialOwner = Literal["ladder", "gateway", "static"]
 CREDENTIAL_OWNERS: tuple[CredentialOwner, ...] = ("ladder", "gateway", "static")
@@ -16,6 +20,52 @@ ROTATING_KINDS: frozenset[str] = frozenset({"claude-oauth", "codex-chatgpt", "ki
 # Google's refresh tokens do not rotate: concurrent refreshes are harmless, the ladder owns by default.
 GOOGLE_KINDS: frozenset[str] = frozenset({"gemini-cli", "antigravity"})
 REFRESHABLE_KINDS: frozenset[str] = ROTATING_KINDS | GOOGLE_KINDS
+
+
+# The credential kind (the adapter's fixture name) of each (provider, auth type) the adapters serve.
+# The adapters name their own kind (ladder.providers); this table says the same for the layers that
+# may not import them (selectors, the faces). tests/domain/test_credentials.py keeps the two agreeing.
+CREDENTIAL_KINDS: Mapping[tuple[str, str], str] = MappingProxyType(
+    {
+        ("claude", "oauth"): "claude-oauth",
+        ("anthropic", "apikey"): "anthropic-api",
+        ("codex", "oauth"): "codex-chatgpt",
+        ("openai", "apikey"): "openai-api",
+        ("copilot", "oauth"): "copilot",
+        ("gemini-cli", "oauth"): "gemini-cli",
+        ("antigravity", "oauth"): "antigravity",
+        ("kiro", "oauth"): "kiro",
+        ("cursor", "cookie"): "cursor",
+        ("zai", "apikey"): "zai-glm",
+        ("kimi-coding", "apikey"): "kimi-coding",
+        ("minimax", "apikey"): "minimax-coding",
+        ("qwen", "oauth"): "qwen-oauth",
+        ("openrouter", "apikey"): "openrouter",
+        ("groq", "apikey"): "groq",
+        ("cerebras", "apikey"): "cerebras",
+        ("mistral", "apikey"): "mistral",
+        ("moonshot", "apikey"): "moonshot-api",
+    }
+)
+
+
+class KindOwner(Protocol):
+    """Whatever names a provider and an auth type: a connection row, the domain's connection."""
+
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def auth_type(self) -> str | None: ...
+
+
+def connection_kind(connection: KindOwner) -> str | None:
+    """The connection's credential kind: its provider's and (normalised) auth type's, or without an
+    auth type the provider's only kind; None when nothing matches (as the adapters' registry finds)."""
+    provider = connection.provider.strip().lower()
+    auth = normalise_auth_type(connection.auth_type)
+    kinds = [kind for (p, a), kind in CREDENTIAL_KINDS.items() if p == provider and auth in (None, a)]
+    return kinds[0] if len(kinds) == 1 else None
 
 
 def default_owner(kind: str | None) -> CredentialOwner | None:

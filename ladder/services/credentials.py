@@ -45,11 +45,12 @@ from ladder.domain.credentials import (
     NEEDS_REAUTH,
     REFRESHABLE_KINDS,
     ROTATING_KINDS,
+    connection_kind,
     default_owner,
     refresh_due,
 )
 from ladder.models import Connection, CredentialAccess
-from ladder.providers import DEFAULT_TIMEOUT, get_adapter
+from ladder.providers import DEFAULT_TIMEOUT
 from ladder.providers.credentials import Credential, CredentialFileError, parse_credential_file
 from ladder.providers.tokens import RefreshFailed, RefreshRefused, redeem_refresh_token
 from ladder.security.crypto import CredentialDecryptionError, decrypt_credential, encrypt_credential
@@ -79,11 +80,6 @@ ROTATING_OWNER_HELP = (
     "would log each other out. For the ladder to own it, log in once more for the ladder (a second "
     "login gets its own token family); to let the gateway own it, choose gateway."
 )
-
-
-def connection_kind(connection: Connection) -> str | None:
-    adapter = get_adapter(connection.provider, connection.auth_type)
-    return adapter.kind if adapter is not None else None
 
 
 def lead_s(kind: str | None) -> float:
