@@ -10,7 +10,7 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from ladder.dashboard.view_models import WindowView
+from ladder.dashboard.pages.overview import WindowView
 
 register = template.Library()
 

@@ -1,5 +1,5 @@
 """The htmx dashboard. Each view serves its full page and, for htmx, the page's partial
-("page.html#partial"); every read is built by ladder.dashboard.view_models and every write goes
+("page.html#partial"); every read is built by ladder.dashboard.pages and every write goes
 through a service."""
 
 from __future__ import annotations
@@ -22,8 +22,13 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
-from ladder.dashboard import view_models as ds
 from ladder.dashboard.chart import chart_range_error
+from ladder.dashboard.pages.alerts import alerts_page_build
+from ladder.dashboard.pages.catalog import UncuratedKind, catalog_history, catalog_page_build
+from ladder.dashboard.pages.connection import connection_page_build
+from ladder.dashboard.pages.escalations import timeline_build
+from ladder.dashboard.pages.overview import overview_build
+from ladder.dashboard.pages.pool_preview import PREVIEW_DEFAULT, preview_build
 from ladder.domain.alerts import ALERT_DELIVERY_STATUSES
 from ladder.domain.billing import catalog_key_label
 from ladder.domain.types import BILLINGS, OVERAGES
@@ -105,7 +110,7 @@ class DashboardLogoutView(LogoutView):
 @require_GET
 @vary_on_headers("HX-Request")
 def overview(request: HtmxHttpRequest) -> HttpResponse:
-    context = {"overview": ds.overview_build(now=timezone.now()), "poll_ms": poll_interval_ms()}
+    context = {"overview": overview_build(now=timezone.now()), "poll_ms": poll_interval_ms()}
     template = "ladder/overview.html#ladder" if request.htmx else "ladder/overview.html"
     return render(request, template, context)
 
@@ -117,8 +122,8 @@ def overview(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 @vary_on_headers("HX-Request")
 def pool_preview(request: HtmxHttpRequest) -> HttpResponse:
-    auto_id = (request.GET.get("model") or ds.PREVIEW_DEFAULT).strip()
-    preview = ds.preview_build(auto_id=auto_id, now=timezone.now())
+    auto_id = (request.GET.get("model") or PREVIEW_DEFAULT).strip()
+    preview = preview_build(auto_id=auto_id, now=timezone.now())
     template = "ladder/pool_preview.html#pool" if request.htmx else "ladder/pool_preview.html"
     return render(request, template, {"preview": preview}, status=400 if preview.error else 200)
 
@@ -132,7 +137,7 @@ def pool_preview(request: HtmxHttpRequest) -> HttpResponse:
 def escalations(request: HtmxHttpRequest) -> HttpResponse:
     """The escalation log as a timeline, newest first (what GET /api/v1/escalations lists)."""
     auto_id = (request.GET.get("model") or "").strip()
-    timeline = ds.timeline_build(now=timezone.now(), auto_id=auto_id)
+    timeline = timeline_build(now=timezone.now(), auto_id=auto_id)
     context = {"timeline": timeline, "poll_ms": poll_interval_ms()}
     template = "ladder/escalations.html#timeline" if request.htmx else "ladder/escalations.html"
     return render(request, template, context, status=400 if timeline.error else 200)
@@ -149,7 +154,7 @@ def connection_detail(request: HtmxHttpRequest, connection_id: str) -> HttpRespo
     400 naming the parameter, with the page on its automatic range)."""
     chart_range = request.GET.get("range")
     range_error = chart_range_error(chart_range)
-    page = ds.connection_page_build(
+    page = connection_page_build(
         connection_id=connection_id, now=timezone.now(), chart_range=None if range_error else chart_range
     )
     if page is None:
@@ -255,7 +260,7 @@ def connection_credential(request: HtmxHttpRequest, connection_id: str) -> HttpR
 
 
 def _detail_partial(request: HtmxHttpRequest, connection_id: str) -> HttpResponse:
-    page = ds.connection_page_build(connection_id=connection_id, now=timezone.now())
+    page = connection_page_build(connection_id=connection_id, now=timezone.now())
     context = {
         "page": page,
         "can_refresh": True,
@@ -286,7 +291,7 @@ def _catalog_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
         "billings": BILLINGS,
         "overages": OVERAGES,
         "can_edit": can_edit_catalog(request),
-        "history": ds.catalog_history(),
+        "history": catalog_history(),
         **extra,
     }
 
@@ -294,7 +299,7 @@ def _catalog_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
 @dashboard_login_required
 @require_GET
 def catalog(request: HtmxHttpRequest) -> HttpResponse:
-    page = ds.catalog_page_build(now=timezone.now())
+    page = catalog_page_build(now=timezone.now())
     return render(request, "ladder/catalog.html", _catalog_context(request, page=page))
 
 
@@ -357,7 +362,7 @@ def catalog_entry_new(request: HtmxHttpRequest) -> HttpResponse:
             provider=provider, auth_type=auth_type, values=values, user=request.user, now=timezone.now()
         )
     except ValidationError as exc:
-        kind = ds.UncuratedKind(provider, auth_type, catalog_key_label(provider, auth_type), ())
+        kind = UncuratedKind(provider, auth_type, catalog_key_label(provider, auth_type), ())
         context = _catalog_context(request, kind=kind, values=values, errors=_errors(exc))
         template = "ladder/catalog.html#new" if request.htmx else "ladder/catalog_edit.html"
         return render(request, template, {**context, "creating": True}, status=422)
@@ -403,7 +408,7 @@ def _alerts_render(
     http_status: int = 200,
 ) -> HttpResponse:
     context = {
-        "alerts": ds.alerts_page_build(now=timezone.now(), page=page, status=status),
+        "alerts": alerts_page_build(now=timezone.now(), page=page, status=status),
         "query_error": error,
         "can_test": _can(request, TEST_CHANNEL),
         "can_edit_rules": _can(request, CHANGE_RULE),

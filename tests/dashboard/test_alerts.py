@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ladder import models as m
-from ladder.dashboard.view_models import ALERT_HISTORY_PAGE
+from ladder.dashboard.pages.alerts import ALERT_HISTORY_PAGE
 from ladder.services import alert_delivery
 from tests.dashboard.factories import user_create
 

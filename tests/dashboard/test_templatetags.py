@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.template import Context, Template
 
-from ladder.dashboard.view_models import WindowView
+from ladder.dashboard.pages.overview import WindowView
 
 
 def window(**changes: object) -> WindowView:

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from ladder.contract.state.decode import parse_state
 from ladder.contract.state.encode import state_to_dict
-from ladder.dashboard.view_models import Preview, preview_build
+from ladder.dashboard.pages.pool_preview import Preview, preview_build
 from ladder.domain import Candidate, Resolution, resolution_to_dict, resolve
 from ladder.domain.billing import normalise_auth_type
 from ladder.domain.timefmt import format_utc, format_utc_or_none
