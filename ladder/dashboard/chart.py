@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import NamedTuple
 
-from ladder import models as m
 from ladder.domain.types import Thresholds
+from ladder.selectors.history import WindowPoint
 
 CHART_W = 720.0
 CHART_H = 200.0
@@ -55,16 +54,6 @@ def chart_range_auto(oldest: datetime | None, now: datetime) -> str:
         if now - CHART_RANGES[key][0] <= oldest:
             return key
     return CHART_DEFAULT_RANGE
-
-
-class WindowPoint(NamedTuple):
-    """One window of one reading, as the chart needs it."""
-
-    reading_id: int
-    fetched_at: datetime
-    name: str
-    remaining_pct: float
-    reset_at: datetime | None
 
 
 @dataclass(frozen=True)
@@ -194,7 +183,7 @@ def _ticks(
 
 def chart_build(
     points: list[WindowPoint],
-    failures: list[m.FailureEvent],
+    cooldowns: list[tuple[datetime, datetime]],
     cooldown_until: datetime | None,
     limits: Thresholds,
     now: datetime,
@@ -203,8 +192,8 @@ def chart_build(
     range_chosen: bool = False,
     exhausts_at: dict[str, datetime] | None = None,
 ) -> Chart:
-    """The chart of ``points`` (oldest first) over ``range_key``; ``exhausts_at`` maps a window's
-    name to its forecast (ladder.domain.forecast)."""
+    """The chart of ``points`` (oldest first) over ``range_key``, with the ``cooldowns`` (start, end)
+    of past failures; ``exhausts_at`` maps a window's name to its forecast (ladder.domain.forecast)."""
     span, step, fmt = CHART_RANGES[range_key]
     start = now - span
     end = now + span * CHART_AHEAD_FRACTION
@@ -243,17 +232,13 @@ def chart_build(
                 forecast,
             )
         )
-    spans = [
-        (f.observed_at, f.cooldown_until)
-        for f in failures
-        if f.cooldown_until is not None and f.cooldown_until > start
-    ]
+    spans = [(begin, until) for begin, until in cooldowns if until > start]
     if cooldown_until is not None and cooldown_until > start:
         spans.append((min(now, cooldown_until), cooldown_until))
-    cooldowns = []
+    drawn = []
     for begin, until in spans:
         x0, x1 = x(max(begin, start)), x(min(until, end))
-        cooldowns.append(ChartSpan(x0, max(2.0, x1 - x0), f"cooldown until {until:%Y-%m-%d %H:%M:%S}Z"))
+        drawn.append(ChartSpan(x0, max(2.0, x1 - x0), f"cooldown until {until:%Y-%m-%d %H:%M:%S}Z"))
     floor_y = _y(limits.floor_pct)
     return Chart(
         width=CHART_W,
@@ -264,7 +249,7 @@ def chart_build(
         floor_y=floor_y,
         lines=lines,
         resets=[ChartMark(x(at), f"{name} reset {at:%H:%M}Z") for at, name in sorted(resets.items())],
-        cooldowns=cooldowns,
+        cooldowns=drawn,
         start=start,
         end=end,
         readings=len(readings),

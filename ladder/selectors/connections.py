@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -78,3 +79,27 @@ def credential_summaries(*, connection_ids: Sequence[str] | None = None) -> dict
 
 def connection_exists(*, connection_id: str) -> bool:
     return m.Connection.objects.filter(pk=connection_id).exists()
+
+
+@dataclass(frozen=True)
+class ConnectionDetails:
+    """What a connection's page shows beyond the snapshot: its polls, and its credential's owner,
+    expiry and account (never the secret)."""
+
+    last_poll_error: str
+    last_polled_at: datetime | None
+    next_refresh_at: datetime | None
+    credential_stored: bool
+    credential_owner: str
+    credential_expires_at: datetime | None
+    credential_account_id: str
+
+
+def connection_details(*, connection_id: str) -> ConnectionDetails | None:
+    fields = ("last_poll_error", "last_polled_at", "next_refresh_at", "credential_ciphertext")
+    credential = ("credential_owner", "credential_expires_at", "credential_account_id")
+    row = m.Connection.objects.filter(pk=connection_id).values_list(*fields, *credential).first()
+    if row is None:
+        return None
+    error, polled_at, next_at, ciphertext, *rest = row
+    return ConnectionDetails(error, polled_at, next_at, bool(ciphertext), *rest)

@@ -11,8 +11,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ladder import models as m
-from ladder.dashboard.chart import CHART_RANGES, WindowPoint, chart_build, chart_range_auto, chart_range_error
+from ladder.dashboard.chart import CHART_RANGES, chart_build, chart_range_auto, chart_range_error
 from ladder.domain.types import LadderConfig
+from ladder.selectors.history import WindowPoint
 from tests.dashboard.factories import plan_setup, reading_add, user_create
 
 pytestmark = pytest.mark.django_db

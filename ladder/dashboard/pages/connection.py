@@ -5,19 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Min, Sum
-
-from ladder import models as m
-from ladder.dashboard.chart import (
-    CHART_AUTO_LOOKBACK,
-    CHART_RANGES,
-    Chart,
-    WindowPoint,
-    chart_build,
-    chart_range_auto,
-)
+from ladder.dashboard.chart import CHART_AUTO_LOOKBACK, CHART_RANGES, Chart, chart_build, chart_range_auto
 from ladder.dashboard.pages.overview import ConnectionCard, connection_card, overview_from_snapshot
-from ladder.domain import Connection, Rung, classify_billing
+from ladder.domain import Connection, classify_billing
 from ladder.domain.credentials import (
     NEEDS_REAUTH,
     REFRESHABLE_KINDS,
@@ -27,28 +17,18 @@ from ladder.domain.credentials import (
 )
 from ladder.domain.types import LadderConfig
 from ladder.domain.windows import connection_limits
+from ladder.selectors.connections import ConnectionDetails, connection_details
+from ladder.selectors.history import (
+    FailureRow,
+    UsageRow,
+    cooldowns_since,
+    failures_latest,
+    readings_oldest_at,
+    usage_latest,
+    usage_totals,
+    window_points,
+)
 from ladder.selectors.snapshot import snapshot_load
-
-
-@dataclass(frozen=True)
-class FailureRow:
-    observed_at: datetime
-    status: int
-    classification: str
-    window: str
-    cooldown_until: datetime | None
-    detail: str
-    source: str
-
-
-@dataclass(frozen=True)
-class UsageRow:
-    occurred_at: datetime
-    model: str
-    input_tokens: int
-    output_tokens: int
-    rung: str
-    cost_usd: float
 
 
 @dataclass(frozen=True)
@@ -64,14 +44,14 @@ class CredentialView:
     owner_required: bool  # a rotating kind: the form asks who refreshes
 
 
-def credential_view(row: m.Connection, now: datetime) -> CredentialView:
-    kind = connection_kind(row)
+def credential_view(connection: Connection, details: ConnectionDetails, now: datetime) -> CredentialView:
+    kind = connection_kind(connection)
     return CredentialView(
-        stored=row.has_credential,
-        owner=row.credential_owner,
-        expires=expires_in_text(row.credential_expires_at, now),
-        account=row.credential_account_id,
-        needs_reauth=row.disabled_reason == NEEDS_REAUTH,
+        stored=details.credential_stored,
+        owner=details.credential_owner,
+        expires=expires_in_text(details.credential_expires_at, now),
+        account=details.credential_account_id,
+        needs_reauth=connection.disabled_reason == NEEDS_REAUTH,
         file_kind=kind if kind in REFRESHABLE_KINDS else None,
         owner_required=default_owner(kind) is None,
     )
@@ -80,50 +60,31 @@ def credential_view(row: m.Connection, now: datetime) -> CredentialView:
 @dataclass
 class ConnectionPage:
     card: ConnectionCard
-    row: m.Connection
+    details: ConnectionDetails
     chart: Chart
     failures: list[FailureRow]
     usage: list[UsageRow]
     usage_24h_usd: float
     usage_24h_count: int
-    last_poll_error: str
-    last_polled_at: datetime | None
-    next_refresh_at: datetime | None
     credential: CredentialView
 
 
 USAGE_SPAN = timedelta(hours=24)
-CHART_COOLDOWNS_MAX = 200
 
 
 def _chart_of(connection: Connection, config: LadderConfig, now: datetime, chart_range: str | None) -> Chart:
     """The chart over ``chart_range``, or over the smallest automatic range that holds the last 24
     hours' readings (one more query). One query for the windows' values, one for the cooldowns."""
-    readings = m.QuotaReading.objects.filter(connection_id=connection.id, fetched_at__lte=now)
-    if chart_range is None:
-        oldest = readings.filter(fetched_at__gte=now - CHART_AUTO_LOOKBACK).aggregate(at=Min("fetched_at"))
-        range_key = chart_range_auto(oldest["at"], now)
-    else:
-        range_key = chart_range
+    range_key = chart_range or chart_range_auto(
+        readings_oldest_at(connection_id=connection.id, since=now - CHART_AUTO_LOOKBACK, now=now), now
+    )
     start = now - CHART_RANGES[range_key][0]
-    rows = (
-        m.QuotaWindow.objects.filter(
-            reading__connection_id=connection.id, reading__fetched_at__gte=start, reading__fetched_at__lte=now
-        )
-        .order_by("reading__fetched_at", "reading_id", "position", "id")
-        .values_list("reading_id", "reading__fetched_at", "name", "remaining_pct", "reset_at")
-    )
-    failures = list(
-        m.FailureEvent.objects.filter(
-            connection_id=connection.id, cooldown_until__gt=start, observed_at__lte=now
-        ).order_by("-observed_at", "-id")[:CHART_COOLDOWNS_MAX]
-    )
     forecasts = {}
     if connection.reading is not None:
         forecasts = {w.name: w.exhausts_at for w in connection.reading.windows if w.exhausts_at is not None}
     return chart_build(
-        [WindowPoint(*row) for row in rows],
-        failures,
+        window_points(connection_id=connection.id, since=start, now=now),
+        cooldowns_since(connection_id=connection.id, since=start, now=now),
         connection.cooldown_until,
         connection_limits(connection, config),
         now,
@@ -140,8 +101,8 @@ def connection_page_build(
     holds the last 24 hours' readings)."""
     snapshot = snapshot_load(now=now)
     connection = snapshot.connections_by_id.get(connection_id)
-    row = m.Connection.objects.filter(pk=connection_id).first()
-    if connection is None or row is None:
+    details = connection_details(connection_id=connection_id)
+    if connection is None or details is None:
         return None
     config = snapshot.config
     verdict = classify_billing(connection, snapshot.catalog_by_key)
@@ -152,43 +113,14 @@ def connection_page_build(
             if other.id == connection_id:
                 card.models.extend(f"{model} (rung {column.rung.label})" for model in other.models)
                 card.pools.extend(other.pools)
-    chart = _chart_of(connection, config, now, chart_range)
-    failures = list(
-        m.FailureEvent.objects.filter(connection_id=connection_id).order_by("-observed_at", "-id")[:20]
-    )
-    start = now - USAGE_SPAN
-    usage_rows = list(
-        m.UsageEvent.objects.filter(connection_id=connection_id).order_by("-occurred_at", "-id")[:20]
-    )
-    totals = m.UsageEvent.objects.filter(connection_id=connection_id, occurred_at__gte=start).aggregate(
-        total=Sum("cost_usd"), count=Count("id")
-    )
-    rung_labels = {int(r): r.label for r in Rung}
+    usage_24h_usd, usage_24h_count = usage_totals(connection_id=connection_id, since=now - USAGE_SPAN)
     return ConnectionPage(
         card=card,
-        row=row,
-        chart=chart,
-        failures=[
-            FailureRow(
-                f.observed_at, f.status, f.classification, f.window, f.cooldown_until, f.detail, f.source
-            )
-            for f in failures
-        ],
-        usage=[
-            UsageRow(
-                u.occurred_at,
-                u.model or "",
-                u.input_tokens,
-                u.output_tokens,
-                rung_labels.get(u.rung, "—") if u.rung is not None else "—",
-                float(u.cost_usd),
-            )
-            for u in usage_rows
-        ],
-        usage_24h_usd=float(totals["total"] or 0),
-        usage_24h_count=int(totals["count"] or 0),
-        last_poll_error=row.last_poll_error,
-        last_polled_at=row.last_polled_at,
-        next_refresh_at=row.next_refresh_at,
-        credential=credential_view(row, now),
+        details=details,
+        chart=_chart_of(connection, config, now, chart_range),
+        failures=failures_latest(connection_id=connection_id),
+        usage=usage_latest(connection_id=connection_id),
+        usage_24h_usd=usage_24h_usd,
+        usage_24h_count=usage_24h_count,
+        credential=credential_view(connection, details, now),
     )
