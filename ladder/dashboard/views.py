@@ -24,16 +24,16 @@ from django_htmx.middleware import HtmxDetails
 
 from ladder.dashboard.chart import chart_range_error
 from ladder.dashboard.pages.alerts import alerts_page_build
-from ladder.dashboard.pages.catalog import UncuratedKind, catalog_history, catalog_page_build
+from ladder.dashboard.pages.catalog import UncuratedKind, catalog_page_build
 from ladder.dashboard.pages.connection import connection_page_build
 from ladder.dashboard.pages.escalations import timeline_build
 from ladder.dashboard.pages.overview import overview_build
 from ladder.dashboard.pages.pool_preview import PREVIEW_DEFAULT, preview_build
 from ladder.domain.alerts import ALERT_DELIVERY_STATUSES
-from ladder.domain.billing import catalog_key_label
 from ladder.domain.types import BILLINGS, OVERAGES
-from ladder.models import AlertChannel, AlertRule, BillingCatalogEntry, Connection
+from ladder.models import AlertChannel, AlertRule, Connection
 from ladder.security.login_throttle import ThrottledAuthenticationForm, throttled_answer
+from ladder.selectors.catalog import CatalogRow, catalog_changes, catalog_row, catalog_row_of
 from ladder.selectors.connections import connection_poll_floor
 from ladder.services.alert_delivery import enqueue_test
 from ladder.services.alert_settings import alert_rule_update
@@ -291,7 +291,7 @@ def _catalog_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
         "billings": BILLINGS,
         "overages": OVERAGES,
         "can_edit": can_edit_catalog(request),
-        "history": catalog_history(),
+        "history": catalog_changes(),
         **extra,
     }
 
@@ -307,7 +307,9 @@ def catalog(request: HtmxHttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def catalog_entry_edit(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
     require_catalog_editor(request)
-    entry = get_object_or_404(BillingCatalogEntry, pk=entry_id)
+    entry = catalog_row(entry_id=entry_id)
+    if entry is None:
+        raise Http404("No such catalog row.")
     if request.method == "GET" and request.GET.get("cancel"):
         return _entry_response(request, entry, editing=False)
     if request.method == "GET":
@@ -315,21 +317,21 @@ def catalog_entry_edit(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
         return _entry_response(request, entry, editing=True, values=values)
     values = _form_values(request)
     try:
-        entry, changes = catalog_entry_update(
-            entry_id=entry.pk, values=values, user=request.user, now=timezone.now()
+        updated, changes = catalog_entry_update(
+            entry_id=entry_id, values=values, user=request.user, now=timezone.now()
         )
     except ValidationError as exc:
-        entry.refresh_from_db()
         return _entry_response(request, entry, editing=True, values=values, errors=_errors(exc), status=422)
+    entry = catalog_row_of(updated)
     if not request.htmx:
         messages.success(request, f"{entry}: {len(changes)} field(s) changed.")
-        return redirect(f"{reverse('ladder:catalog')}#entry-{entry.pk}")
+        return redirect(f"{reverse('ladder:catalog')}#entry-{entry.id}")
     return _entry_response(request, entry, editing=False, saved=len(changes))
 
 
 def _entry_response(
     request: HtmxHttpRequest,
-    entry: BillingCatalogEntry,
+    entry: CatalogRow,
     *,
     editing: bool,
     values: dict[str, Any] | None = None,
@@ -358,17 +360,18 @@ def catalog_entry_new(request: HtmxHttpRequest) -> HttpResponse:
     auth_type = request.POST.get("auth_type", "").strip() or None
     values = _form_values(request)
     try:
-        entry, changes = catalog_entry_create(
+        created, changes = catalog_entry_create(
             provider=provider, auth_type=auth_type, values=values, user=request.user, now=timezone.now()
         )
     except ValidationError as exc:
-        kind = UncuratedKind(provider, auth_type, catalog_key_label(provider, auth_type), ())
+        kind = UncuratedKind(provider, auth_type)
         context = _catalog_context(request, kind=kind, values=values, errors=_errors(exc))
         template = "ladder/catalog.html#new" if request.htmx else "ladder/catalog_edit.html"
         return render(request, template, {**context, "creating": True}, status=422)
+    entry = catalog_row_of(created)
     if not request.htmx:
         messages.success(request, f"{entry}: curated.")
-        return redirect(f"{reverse('ladder:catalog')}#entry-{entry.pk}")
+        return redirect(f"{reverse('ladder:catalog')}#entry-{entry.id}")
     return _entry_response(request, entry, editing=False, saved=len(changes))
 
 

@@ -6,16 +6,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from ladder import models as m
+from ladder.selectors.catalog import CatalogKind, CatalogRow, catalog_rows
 from ladder.selectors.snapshot import catalog_uncurated_kinds, snapshot_load
 
 
-@dataclass(frozen=True)
-class UncuratedKind:
-    provider: str
-    auth_type: str | None
-    label: str
-    connection_ids: tuple[str, ...]
+class UncuratedKind(CatalogKind):
+    """A kind no catalog row covers, as its curation form shows it."""
 
     @property
     def defaults(self) -> dict[str, str]:
@@ -29,12 +25,8 @@ class UncuratedKind:
 
 @dataclass
 class CatalogPage:
-    entries: list[m.BillingCatalogEntry]
+    entries: list[CatalogRow]
     uncurated: list[UncuratedKind]
-
-
-def catalog_history(*, limit: int = 50) -> list[m.CatalogChange]:
-    return list(m.CatalogChange.objects.order_by("-changed_at", "-id")[:limit])
 
 
 def catalog_page_build(*, now: datetime) -> CatalogPage:
@@ -43,8 +35,7 @@ def catalog_page_build(*, now: datetime) -> CatalogPage:
     for connection in snapshot.connections:
         by_kind[(connection.provider, connection.auth_type)].append(connection.id)
     uncurated = [
-        UncuratedKind(provider, auth, m.catalog_key_label(provider, auth), tuple(by_kind[(provider, auth)]))
+        UncuratedKind(provider, auth, tuple(by_kind[(provider, auth)]))
         for provider, auth in catalog_uncurated_kinds(snapshot=snapshot)
     ]
-    entries = list(m.BillingCatalogEntry.objects.order_by("provider", "auth_type", "id"))
-    return CatalogPage(entries=entries, uncurated=uncurated)
+    return CatalogPage(entries=catalog_rows(), uncurated=uncurated)
