@@ -12,9 +12,9 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView, LogoutView
-from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ObjectDoesNotExist, PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -29,13 +29,14 @@ from ladder.dashboard.pages.connection import connection_page_build
 from ladder.dashboard.pages.escalations import timeline_build
 from ladder.dashboard.pages.overview import overview_build
 from ladder.dashboard.pages.pool_preview import PREVIEW_DEFAULT, preview_build
-from ladder.domain.alerts import ALERT_DELIVERY_STATUSES
 from ladder.domain.types import BILLINGS, OVERAGES
-from ladder.models import AlertChannel, AlertRule, Connection
+from ladder.models import (
+    Connection,
+)
 from ladder.security.login_throttle import ThrottledAuthenticationForm, throttled_answer
 from ladder.selectors.catalog import CatalogRow, catalog_changes, catalog_row, catalog_row_of
 from ladder.selectors.connections import connection_poll_floor
-from ladder.services.alert_delivery import enqueue_test
+from ladder.services.alert_delivery import enqueue_test_to
 from ladder.services.alert_settings import alert_rule_update
 from ladder.services.catalog import EDITABLE_FIELDS, catalog_entry_create, catalog_entry_update
 from ladder.services.credentials import credential_import
@@ -386,43 +387,31 @@ def _can(request: HttpRequest, permission: str) -> bool:
     return bool(user.is_authenticated and user.is_staff and user.has_perm(permission))
 
 
-def _alerts_query(request: HttpRequest) -> tuple[int, str, str]:
-    """(page, status, error): ``?page=`` a page of the history from 1, ``?status=`` pending, sent or
-    failed; a bad one is named, and the page shows its first page of every status."""
-    text = request.GET.get("page", "1").strip() or "1"
-    status = request.GET.get("status", "").strip()
-    # isascii: "²".isdigit() holds but int() refuses it; the length bound keeps int() off huge input.
-    if not (text.isascii() and text.isdigit() and len(text) <= 6) or not 1 <= int(text) <= 100_000:
-        return 1, "", f"page must be a whole number from 1; got {text[:20]!r}."
-    if status and status not in ALERT_DELIVERY_STATUSES:
-        return 1, "", f"status must be one of {', '.join(ALERT_DELIVERY_STATUSES)}; got {status[:20]!r}."
-    return int(text), status, ""
-
-
 def _alerts_render(
     request: HtmxHttpRequest,
     *,
-    page: int = 1,
-    status: str = "",
-    error: str = "",
     error_rule_id: int | None = None,
     rule_errors: dict[str, list[str]] | None = None,
     rule_values: dict[str, Any] | None = None,
     http_status: int = 200,
 ) -> HttpResponse:
+    """The alerts page; ``?page=`` and ``?status=`` pick the history's page and the deliveries shown
+    (a bad one is a 400 naming it)."""
+    query = request.GET
+    alerts = alerts_page_build(
+        now=timezone.now(), page=query.get("page", "1"), status=query.get("status", "")
+    )
     context = {
-        "alerts": alerts_page_build(now=timezone.now(), page=page, status=status),
-        "query_error": error,
+        "alerts": alerts,
         "can_test": _can(request, TEST_CHANNEL),
         "can_edit_rules": _can(request, CHANGE_RULE),
         "error_rule_id": error_rule_id,
         "rule_errors": rule_errors or {},
         "rule_values": rule_values or {},
-        "statuses": ALERT_DELIVERY_STATUSES,
         "poll_ms": poll_interval_ms(),
     }
     template = "ladder/alerts.html#live" if request.htmx else "ladder/alerts.html"
-    return render(request, template, context, status=http_status)
+    return render(request, template, context, status=400 if alerts.error else http_status)
 
 
 @dashboard_login_required
@@ -431,8 +420,7 @@ def _alerts_render(
 def alerts(request: HtmxHttpRequest) -> HttpResponse:
     """Open alert episodes, their history, the deliveries (failed ones shown with their error), the
     channels with a "send a test" button and the rules."""
-    page, status, error = _alerts_query(request)
-    return _alerts_render(request, page=page, status=status, error=error, http_status=400 if error else 200)
+    return _alerts_render(request)
 
 
 @dashboard_login_required
@@ -441,9 +429,11 @@ def alert_channel_test(request: HtmxHttpRequest, channel_id: int) -> HttpRespons
     """Queue a test notification to one channel (its delivery shows below as it is sent or fails)."""
     if not _can(request, TEST_CHANNEL):
         raise PermissionDenied("Sending a test needs a staff login with the change permission on channels.")
-    channel = get_object_or_404(AlertChannel, pk=channel_id)
-    delivery = enqueue_test(channel=channel, now=timezone.now())
-    messages.success(request, f"Test queued to {channel.name}: delivery {delivery.delivery_id}.")
+    try:
+        delivery = enqueue_test_to(channel_id=channel_id, now=timezone.now())
+    except ObjectDoesNotExist:
+        raise Http404("No such alert channel.") from None
+    messages.success(request, f"Test queued to {delivery.channel.name}: delivery {delivery.delivery_id}.")
     return redirect(f"{reverse('ladder:alerts')}#deliveries")
 
 
@@ -462,7 +452,7 @@ def alert_rule_edit(request: HtmxHttpRequest, rule_id: int) -> HttpResponseBase:
         rule = alert_rule_update(
             rule_id=rule_id, enabled=enabled, threshold=threshold, quiet_period_s=quiet_period_s
         )
-    except AlertRule.DoesNotExist:
+    except ObjectDoesNotExist:
         raise Http404("No such alert rule.") from None
     except ValidationError as exc:
         return _alerts_render(

@@ -25,29 +25,63 @@ from ladder.domain.alerts import Rule as AlertRuleSpec
 from ladder.domain.types import (
     Snapshot,
 )
+from ladder.security.logredact import redact_url
 from ladder.selectors.connections import connection_poll_floor_s
 from ladder.selectors.health import beat_last_at
 from ladder.selectors.snapshot import configuration_get, snapshot_load
 
 
-def alert_episodes_open(*, limit: int = 200) -> list[m.AlertEpisode]:
-    """The episodes still open, newest first, with their rules."""
-    return list(m.AlertEpisode.objects.filter(closed_at__isnull=True).select_related("rule")[:limit])
+@dataclass(frozen=True)
+class AlertEpisodeRow:
+    id: int
+    rule: str  # the rule's name
+    kind: str  # the rule's kind
+    subject: str
+    summary: str
+    opened_at: datetime
+    closed_at: datetime | None
 
 
-def alert_episodes_closed(*, offset: int = 0, limit: int = 50) -> list[m.AlertEpisode]:
+EPISODE_ROW_FIELDS = ("id", "rule__name", "rule__kind", "subject", "summary", "opened_at", "closed_at")
+
+
+def alert_episodes_open(*, limit: int = 200) -> list[AlertEpisodeRow]:
+    """The episodes still open, newest first."""
+    rows = m.AlertEpisode.objects.filter(closed_at__isnull=True).values_list(*EPISODE_ROW_FIELDS)
+    return [AlertEpisodeRow(*row) for row in rows[:limit]]
+
+
+def alert_episodes_closed(*, offset: int = 0, limit: int = 50) -> list[AlertEpisodeRow]:
     """One page of the closed episodes, most recently closed first (``limit`` + 1 rows are asked for,
     so that the caller knows whether an older page exists)."""
-    rows = m.AlertEpisode.objects.filter(closed_at__isnull=False).select_related("rule")
-    return list(rows.order_by("-closed_at", "-id")[offset : offset + limit + 1])
+    rows = m.AlertEpisode.objects.filter(closed_at__isnull=False).order_by("-closed_at", "-id")
+    return [
+        AlertEpisodeRow(*row) for row in rows.values_list(*EPISODE_ROW_FIELDS)[offset : offset + limit + 1]
+    ]
 
 
-def alert_deliveries_recent(*, status: str | None = None, limit: int = 100) -> list[m.AlertDelivery]:
-    """The latest deliveries (of one status when given), newest first, with channel and episode."""
-    rows = m.AlertDelivery.objects.select_related("channel", "episode__rule")
-    if status is not None:
-        rows = rows.filter(status=status)
-    return list(rows.order_by("-created_at", "-id")[:limit])
+@dataclass(frozen=True)
+class AlertDeliveryRow:
+    delivery_id: str
+    created_at: datetime
+    event: str
+    channel: str  # the channel's name
+    subject: str  # the episode's subject; "test" for a test notification
+    status: str
+    attempts: int
+    last_error: str
+    sent_at: datetime | None
+
+
+def alert_deliveries_recent(*, status: str | None = None, limit: int = 100) -> list[AlertDeliveryRow]:
+    """The latest deliveries (of one status when given), newest first."""
+    rows = m.AlertDelivery.objects.all() if status is None else m.AlertDelivery.objects.filter(status=status)
+    fields = ("delivery_id", "created_at", "event", "channel__name", "episode__subject", "status", "attempts")
+    found = rows.order_by("-created_at", "-id").values_list(*fields, "last_error", "sent_at")
+    return [
+        AlertDeliveryRow(str(delivery_id), at, event, channel, "test" if subject is None else subject, *rest)
+        for delivery_id, at, event, channel, subject, *rest in found[:limit]
+    ]
 
 
 def alert_delivery_counts() -> dict[str, int]:
@@ -95,12 +129,58 @@ def alert_episode_open_counts() -> dict[str, int]:
     return {kind: int(count) for kind, count in rows}
 
 
-def alert_channels_all() -> list[m.AlertChannel]:
-    return list(m.AlertChannel.objects.order_by("name", "id"))
+@dataclass(frozen=True)
+class AlertChannelRow:
+    id: int
+    name: str
+    kind: str
+    destination: str  # a webhook's host (its path may hold a token) or the e-mail addresses
+    enabled: bool
 
 
-def alert_rules_all() -> list[m.AlertRule]:
-    return list(m.AlertRule.objects.order_by("kind", "name", "id").prefetch_related("channels"))
+def _destination(kind: str, url: str, email_to: str) -> str:
+    if kind == "email":
+        return email_to.replace("\n", ", ")
+    return redact_url(url) if url else "no url"
+
+
+def alert_channels_all() -> list[AlertChannelRow]:
+    rows = m.AlertChannel.objects.order_by("name", "id")
+    return [
+        AlertChannelRow(pk, name, kind, _destination(kind, url, email_to), enabled)
+        for pk, name, kind, url, email_to, enabled in rows.values_list(
+            "id", "name", "kind", "url", "email_to", "enabled"
+        )
+    ]
+
+
+@dataclass(frozen=True)
+class AlertRuleRow:
+    id: int
+    name: str
+    kind: str
+    target: str
+    threshold: int | None
+    quiet_period_s: int
+    enabled: bool
+    channels: tuple[str, ...]  # the channels' names; none: every enabled channel
+
+
+def alert_rules_all() -> list[AlertRuleRow]:
+    rows = m.AlertRule.objects.order_by("kind", "name", "id").prefetch_related("channels")
+    return [
+        AlertRuleRow(
+            r.pk,
+            r.name,
+            r.kind,
+            r.target,
+            r.threshold,
+            r.quiet_period_s,
+            r.enabled,
+            tuple(c.name for c in r.channels.all()),
+        )
+        for r in rows
+    ]
 
 
 def alert_rules_enabled() -> list[AlertRuleSpec]:

@@ -370,3 +370,9 @@ def alert_channel_default_webhook(*, url: str) -> tuple[m.AlertChannel, str]:
     except IntegrityError:
         return m.AlertChannel.objects.get(name=DEFAULT_CHANNEL_NAME), "kept"
     return channel, "created"
+
+
+def enqueue_test_to(*, channel_id: int, now: datetime) -> m.AlertDelivery:
+    """enqueue_test to the channel with this id (the dashboard's button); AlertChannel.DoesNotExist
+    when there is none."""
+    return enqueue_test(channel=m.AlertChannel.objects.get(pk=channel_id), now=now)

@@ -12,11 +12,20 @@ import pytest
 from ladder import models as m
 from ladder.domain.types import Reading, Window
 from ladder.selectors.alerts import (
+    AlertChannelRow,
+    AlertDeliveryRow,
+    AlertEpisodeRow,
+    AlertRuleRow,
+    alert_channels_all,
+    alert_deliveries_recent,
     alert_delivery_figures,
     alert_episode_open_counts,
+    alert_episodes_closed,
+    alert_episodes_open,
     alert_episodes_unrecovered,
     alert_inputs,
     alert_polled_connections,
+    alert_rules_all,
     alert_rules_enabled,
 )
 from ladder.services.readings import reading_record
@@ -106,3 +115,44 @@ def test_it_counts_the_open_episodes_by_rule_kind_in_one_query(django_assert_num
     m.AlertEpisode.objects.create(rule=rule, subject="b", opened_at=NOW, last_seen_at=NOW, closed_at=NOW)
     with django_assert_num_queries(1):
         assert alert_episode_open_counts() == {"beat_silent": 1}
+
+
+def test_it_reads_what_the_alerts_page_shows_as_values(django_assert_num_queries: Any) -> None:
+    hook = m.AlertChannel.objects.create(
+        name="hook", kind="slack", url="https://hooks.example.test/T0/secret"
+    )
+    mail = m.AlertChannel.objects.create(name="mail", kind="email", email_to="a@x.test\nb@x.test")
+    rule = m.AlertRule.objects.create(name="latched", kind="window_latched")
+    rule.channels.add(hook)
+    m.AlertRule.objects.create(name="beat", kind="beat_silent", enabled=False)
+    opened = m.AlertEpisode.objects.create(rule=rule, subject="c1/5h", opened_at=NOW, last_seen_at=NOW)
+    closed = m.AlertEpisode.objects.create(
+        rule=rule, subject="c2/5h", opened_at=NOW, last_seen_at=NOW, closed_at=NOW + timedelta(minutes=1)
+    )
+    test_id = uuid.uuid4()
+    m.AlertDelivery.objects.create(
+        delivery_id=uuid.UUID(int=1), episode=opened, channel=mail, event="fired", created_at=NOW
+    )
+    m.AlertDelivery.objects.create(
+        delivery_id=test_id, channel=hook, event="test", status="failed", created_at=NOW
+    )
+    with django_assert_num_queries(6):
+        episodes = (alert_episodes_open(), alert_episodes_closed())
+        deliveries = alert_deliveries_recent(status="failed")
+        channels, rules = alert_channels_all(), alert_rules_all()
+    assert episodes == (
+        [AlertEpisodeRow(opened.pk, "latched", "window_latched", "c1/5h", "", NOW, None)],
+        [
+            AlertEpisodeRow(
+                closed.pk, "latched", "window_latched", "c2/5h", "", NOW, NOW + timedelta(minutes=1)
+            )
+        ],
+    )
+    assert deliveries == [AlertDeliveryRow(str(test_id), NOW, "test", "hook", "test", "failed", 0, "", None)]
+    assert channels == [
+        AlertChannelRow(hook.pk, "hook", "slack", "https://hooks.example.test/…", True),
+        AlertChannelRow(mail.pk, "mail", "email", "a@x.test, b@x.test", True),
+    ]
+    ours = [(r.name, r.channels) for r in rules if r.name in ("beat", "latched")]
+    assert ours == [("beat", ()), ("latched", ("hook",))]
+    assert isinstance(rules[0], AlertRuleRow)

@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from ladder import models as m
 from ladder.dashboard.wording import duration_words
-from ladder.security.logredact import redact_url
 from ladder.selectors.alerts import (
+    AlertChannelRow,
+    AlertDeliveryRow,
+    AlertEpisodeRow,
+    AlertRuleRow,
     alert_channels_all,
     alert_deliveries_recent,
     alert_delivery_counts,
@@ -21,64 +23,19 @@ ALERT_HISTORY_PAGE = 50
 ALERT_DELIVERIES_SHOWN = 100
 
 
-@dataclass(frozen=True)
-class EpisodeRow:
-    id: int
-    rule: str
-    kind: str
-    subject: str
-    summary: str
-    opened_at: datetime
-    closed_at: datetime | None
-    lasted: str  # "open for 12m" / "lasted 1h 05m"
-
-
-@dataclass(frozen=True)
-class DeliveryRow:
-    delivery_id: str
-    created_at: datetime
-    event: str
-    channel: str
-    subject: str
-    status: str
-    attempts: int
-    last_error: str
-    sent_at: datetime | None
-
-
-@dataclass(frozen=True)
-class ChannelRow:
-    id: int
-    name: str
-    kind: str
-    destination: str  # a webhook's host (its path may hold a token) or the e-mail addresses
-    enabled: bool
-
-
-@dataclass(frozen=True)
-class RuleRow:
-    id: int
-    name: str
-    kind: str
-    target: str
-    threshold: int | None
-    quiet_period_s: int
-    enabled: bool
-    channels: str
-
-
 @dataclass
 class AlertsPage:
     now: datetime
-    open: list[EpisodeRow]
-    history: list[EpisodeRow]
+    open: list[tuple[AlertEpisodeRow, str]]  # each episode with how long it has lasted, in words
+    history: list[tuple[AlertEpisodeRow, str]]
     page: int
     has_older: bool
-    deliveries: list[DeliveryRow]
-    delivery_counts: dict[str, int]
+    deliveries: list[AlertDeliveryRow]
+    delivery_counts: dict[str, int]  # every status, in order
     status: str  # "" = every status
-    channels: list[ChannelRow]
-    rules: list[RuleRow]
+    channels: list[AlertChannelRow]
+    rules: list[AlertRuleRow]
+    error: str = ""  # the bad ?page= or ?status=, named
 
     @property
     def older_page(self) -> int:
@@ -89,74 +46,43 @@ class AlertsPage:
         return self.page - 1
 
 
-def _episode_row(episode: m.AlertEpisode, now: datetime) -> EpisodeRow:
-    closed = episode.closed_at
-    lasted = (
-        f"open for {duration_words((now - episode.opened_at).total_seconds())}"
-        if closed is None
-        else f"lasted {duration_words((closed - episode.opened_at).total_seconds())}"
-    )
-    return EpisodeRow(
-        episode.pk,
-        episode.rule.name,
-        episode.rule.kind,
-        episode.subject,
-        episode.summary,
-        episode.opened_at,
-        closed,
-        lasted,
-    )
+def _lasted(episode: AlertEpisodeRow, now: datetime) -> tuple[AlertEpisodeRow, str]:
+    """The episode, with "open for 12m" or "lasted 1h 05m"."""
+    if episode.closed_at is None:
+        return episode, f"open for {duration_words((now - episode.opened_at).total_seconds())}"
+    return episode, f"lasted {duration_words((episode.closed_at - episode.opened_at).total_seconds())}"
 
 
-def _destination(channel: m.AlertChannel) -> str:
-    if channel.kind == "email":
-        return channel.email_to.replace("\n", ", ")
-    return redact_url(channel.url) if channel.url else "no url"
+def _query(page: str, status: str, statuses: tuple[str, ...]) -> tuple[int, str, str]:
+    """(page, status, error) of ``?page=`` (a page of the history from 1) and ``?status=`` (one of
+    ``statuses``); a bad one is named, and the page shows its first page of every status."""
+    page = page.strip() or "1"
+    status = status.strip()
+    # isascii: "²".isdigit() holds but int() refuses it; the length bound keeps int() off huge input.
+    if not (page.isascii() and page.isdigit() and len(page) <= 6) or not 1 <= int(page) <= 100_000:
+        return 1, "", f"page must be a whole number from 1; got {page[:20]!r}."
+    if status and status not in statuses:
+        return 1, "", f"status must be one of {', '.join(statuses)}; got {status[:20]!r}."
+    return int(page), status, ""
 
 
-def _delivery_row(delivery: m.AlertDelivery) -> DeliveryRow:
-    subject = delivery.episode.subject if delivery.episode is not None else "test"
-    return DeliveryRow(
-        str(delivery.delivery_id),
-        delivery.created_at,
-        delivery.event,
-        delivery.channel.name,
-        subject,
-        delivery.status,
-        delivery.attempts,
-        delivery.last_error,
-        delivery.sent_at,
-    )
-
-
-def alerts_page_build(*, now: datetime, page: int = 1, status: str = "") -> AlertsPage:
+def alerts_page_build(*, now: datetime, page: str = "1", status: str = "") -> AlertsPage:
     """The alerts page: open episodes, one page of the closed ones, the latest deliveries (failed
-    ones counted and filterable), the channels and the rules. A fixed number of queries."""
-    history = alert_episodes_closed(offset=(page - 1) * ALERT_HISTORY_PAGE, limit=ALERT_HISTORY_PAGE)
+    ones counted and filterable), the channels and the rules. ``page`` and ``status`` are the query's
+    text. A fixed number of queries."""
+    counts = alert_delivery_counts()
+    number, status, error = _query(page, status, tuple(counts))
+    history = alert_episodes_closed(offset=(number - 1) * ALERT_HISTORY_PAGE, limit=ALERT_HISTORY_PAGE)
     return AlertsPage(
         now=now,
-        open=[_episode_row(e, now) for e in alert_episodes_open()],
-        history=[_episode_row(e, now) for e in history[:ALERT_HISTORY_PAGE]],
-        page=page,
+        open=[_lasted(e, now) for e in alert_episodes_open()],
+        history=[_lasted(e, now) for e in history[:ALERT_HISTORY_PAGE]],
+        page=number,
         has_older=len(history) > ALERT_HISTORY_PAGE,
-        deliveries=[
-            _delivery_row(d)
-            for d in alert_deliveries_recent(status=status or None, limit=ALERT_DELIVERIES_SHOWN)
-        ],
-        delivery_counts=alert_delivery_counts(),
+        deliveries=alert_deliveries_recent(status=status or None, limit=ALERT_DELIVERIES_SHOWN),
+        delivery_counts=counts,
         status=status,
-        channels=[ChannelRow(c.pk, c.name, c.kind, _destination(c), c.enabled) for c in alert_channels_all()],
-        rules=[
-            RuleRow(
-                r.pk,
-                r.name,
-                r.kind,
-                r.target,
-                r.threshold,
-                r.quiet_period_s,
-                r.enabled,
-                ", ".join(c.name for c in r.channels.all()) or "every enabled channel",
-            )
-            for r in alert_rules_all()
-        ],
+        channels=alert_channels_all(),
+        rules=alert_rules_all(),
+        error=error,
     )
