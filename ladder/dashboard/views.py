@@ -30,12 +30,9 @@ from ladder.dashboard.pages.escalations import timeline_build
 from ladder.dashboard.pages.overview import overview_build
 from ladder.dashboard.pages.pool_preview import PREVIEW_DEFAULT, preview_build
 from ladder.domain.types import BILLINGS, OVERAGES
-from ladder.models import (
-    Connection,
-)
 from ladder.security.login_throttle import ThrottledAuthenticationForm, throttled_answer
 from ladder.selectors.catalog import CatalogRow, catalog_changes, catalog_row, catalog_row_of
-from ladder.selectors.connections import connection_poll_floor
+from ladder.selectors.connections import connection_exists, connection_poll_floor
 from ladder.services.alert_delivery import enqueue_test_to
 from ladder.services.alert_settings import alert_rule_update
 from ladder.services.catalog import EDITABLE_FIELDS, catalog_entry_create, catalog_entry_update
@@ -175,7 +172,7 @@ def _connection_editable(request: HtmxHttpRequest, connection_id: str, action: s
     """The connection page's writes: a staff login with the change permission, a known connection."""
     if not (request.user.is_staff and request.user.has_perm(REFRESH_CONNECTION)):
         raise PermissionDenied(f"{action} needs a staff login with the change permission.")
-    if not Connection.objects.filter(pk=connection_id).exists():
+    if not connection_exists(connection_id=connection_id):
         raise Http404("No such connection.")
 
 
@@ -216,7 +213,7 @@ def connection_reserve(request: HtmxHttpRequest, connection_id: str) -> HttpResp
     try:
         reserve = None if text == "" else float(text)
         connection_reserve_set(connection_id=connection_id, reserve_pct=reserve)
-    except Connection.DoesNotExist:
+    except ObjectDoesNotExist:
         raise Http404("No such connection.") from None  # deleted meanwhile
     except ValueError:
         messages.error(request, f"{RESERVE_MESSAGE}; got {text[:40]!r}.")
@@ -245,7 +242,7 @@ def connection_credential(request: HtmxHttpRequest, connection_id: str) -> HttpR
     else:
         try:
             connection = credential_import(connection_id=connection_id, text=text, owner=owner)
-        except Connection.DoesNotExist:
+        except ObjectDoesNotExist:
             raise Http404("No such connection.") from None
         except ValidationError as exc:
             for field_name, problems in _errors(exc).items():
