@@ -64,34 +64,8 @@ class WindowView:
         return "band" if self.remaining_pct <= self.floor_pct else "ok"
 
     @property
-    def reserve_w(self) -> str:
-        """The reserve's own band on the bar: from the exit cutoff up to the connection's cutoff."""
-        return f"{max(0.0, self.cutoff_pct - self.exit_cutoff_pct):.2f}"
-
-    @property
-    def band_width_pct(self) -> float:
-        return max(0.0, self.floor_pct - self.cutoff_pct)
-
-    # Pre-formatted numbers of the bar (0–100 user units): cheaper than template filters on 1,000s of bars.
-    @property
     def pct_label(self) -> str:
         return pct_label(self.remaining_pct)
-
-    @property
-    def fill_x(self) -> str:
-        return f"{self.remaining_pct:.2f}"
-
-    @property
-    def cutoff_x(self) -> str:
-        return f"{self.cutoff_pct:.2f}"
-
-    @property
-    def floor_x(self) -> str:
-        return f"{self.floor_pct:.2f}"
-
-    @property
-    def band_w(self) -> str:
-        return f"{self.band_width_pct:.2f}"
 
     @property
     def aria(self) -> str:
