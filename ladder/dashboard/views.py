@@ -71,16 +71,15 @@ def dashboard_login_required(view: Any) -> Any:
     return wrapper
 
 
-def can_edit_catalog(request: HttpRequest) -> bool:
+def staff_can(request: HttpRequest, *permissions: str) -> bool:
     user = request.user
-    return bool(user.is_authenticated and user.is_staff and user.has_perm(CHANGE_CATALOG))
+    return bool(user.is_authenticated and user.is_staff and all(user.has_perm(p) for p in permissions))
 
 
-def require_catalog_editor(request: HttpRequest, *, add: bool = False) -> None:
-    """Only staff with the change (and, to create, the add) permission edit the catalog."""
-    user = request.user
-    if not can_edit_catalog(request) or (add and not user.has_perm(ADD_CATALOG)):
-        raise PermissionDenied("Editing the billing catalog needs a staff login with the change permission.")
+def staff_required(request: HttpRequest, *permissions: str, action: str) -> None:
+    """The dashboard's writes: a staff login with these permissions, else a 403 saying which."""
+    if not staff_can(request, *permissions):
+        raise PermissionDenied(f"{action} needs a staff login with the change permission.")
 
 
 class DashboardLoginView(LoginView):
@@ -152,9 +151,15 @@ def connection_detail(request: HtmxHttpRequest, connection_id: str) -> HttpRespo
     400 naming the parameter, with the page on its automatic range)."""
     chart_range = request.GET.get("range")
     range_error = chart_range_error(chart_range)
-    page = connection_page_build(
-        connection_id=connection_id, now=timezone.now(), chart_range=None if range_error else chart_range
+    return _connection_render(
+        request, connection_id, chart_range=None if range_error else chart_range, range_error=range_error
     )
+
+
+def _connection_render(
+    request: HtmxHttpRequest, connection_id: str, *, chart_range: str | None = None, range_error: str = ""
+) -> HttpResponse:
+    page = connection_page_build(connection_id=connection_id, now=timezone.now(), chart_range=chart_range)
     if page is None:
         raise Http404("No such connection.")
     context = {
@@ -170,8 +175,7 @@ def connection_detail(request: HtmxHttpRequest, connection_id: str) -> HttpRespo
 
 def _connection_editable(request: HtmxHttpRequest, connection_id: str, action: str) -> None:
     """The connection page's writes: a staff login with the change permission, a known connection."""
-    if not (request.user.is_staff and request.user.has_perm(REFRESH_CONNECTION)):
-        raise PermissionDenied(f"{action} needs a staff login with the change permission.")
+    staff_required(request, REFRESH_CONNECTION, action=action)
     if not connection_exists(connection_id=connection_id):
         raise Http404("No such connection.")
 
@@ -182,7 +186,6 @@ def connection_refresh_now(request: HtmxHttpRequest, connection_id: str) -> Http
     """Queue a refresh for a worker and answer at once (polling upstream here held the request for up
     to 20 s); the page shows the refresh as pending until the worker has stored its outcome."""
     _connection_editable(request, connection_id, "Refreshing a connection")
-    page_url = reverse("ladder:connection_page", args=[connection_id])
     floor = connection_poll_floor(connection_id=connection_id, now=timezone.now())
     if floor is not None:
         allowed_at, interval_s = floor
@@ -199,9 +202,7 @@ def connection_refresh_now(request: HtmxHttpRequest, connection_id: str) -> Http
         messages.warning(
             request, "The refresh could not be requested (Redis is unavailable); it is polled when due."
         )
-    if request.htmx:
-        return _detail_partial(request, connection_id)
-    return redirect(page_url)
+    return _detail_answer(request, connection_id)
 
 
 @dashboard_login_required
@@ -224,9 +225,7 @@ def connection_reserve(request: HtmxHttpRequest, connection_id: str) -> HttpResp
             messages.success(request, "No reserve: the gateway may use this plan down to the exit cutoff.")
         else:
             messages.success(request, f"Reserve set: {reserve:g} % of every window is kept for your own use.")
-    if request.htmx:
-        return _detail_partial(request, connection_id)
-    return redirect(reverse("ladder:connection_page", args=[connection_id]))
+    return _detail_answer(request, connection_id)
 
 
 @dashboard_login_required
@@ -252,20 +251,14 @@ def connection_credential(request: HtmxHttpRequest, connection_id: str) -> HttpR
             messages.success(
                 request, f"Credential stored (owner {connection.credential_owner}); it is polled shortly."
             )
+    return _detail_answer(request, connection_id)
+
+
+def _detail_answer(request: HtmxHttpRequest, connection_id: str) -> HttpResponseBase:
+    """After a write: the page's detail for htmx, else back to the page."""
     if request.htmx:
-        return _detail_partial(request, connection_id)
+        return _connection_render(request, connection_id)
     return redirect(reverse("ladder:connection_page", args=[connection_id]))
-
-
-def _detail_partial(request: HtmxHttpRequest, connection_id: str) -> HttpResponse:
-    page = connection_page_build(connection_id=connection_id, now=timezone.now())
-    context = {
-        "page": page,
-        "can_refresh": True,
-        "refresh_pending": refresh_is_pending(connection_id=connection_id),
-        "poll_ms": poll_interval_ms(),
-    }
-    return render(request, "ladder/connection.html#detail", context)
 
 
 # --- catalog curation -------------------------------------------------------------------------
@@ -288,7 +281,7 @@ def _catalog_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
     return {
         "billings": BILLINGS,
         "overages": OVERAGES,
-        "can_edit": can_edit_catalog(request),
+        "can_edit": staff_can(request, CHANGE_CATALOG),
         "history": catalog_changes(),
         **extra,
     }
@@ -304,7 +297,7 @@ def catalog(request: HtmxHttpRequest) -> HttpResponse:
 @dashboard_login_required
 @require_http_methods(["GET", "POST"])
 def catalog_entry_edit(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
-    require_catalog_editor(request)
+    staff_required(request, CHANGE_CATALOG, action="Editing the billing catalog")
     entry = catalog_row(entry_id=entry_id)
     if entry is None:
         raise Http404("No such catalog row.")
@@ -353,7 +346,7 @@ def _entry_response(
 @dashboard_login_required
 @require_POST
 def catalog_entry_new(request: HtmxHttpRequest) -> HttpResponse:
-    require_catalog_editor(request, add=True)
+    staff_required(request, CHANGE_CATALOG, ADD_CATALOG, action="Editing the billing catalog")
     provider = request.POST.get("provider", "").strip()
     auth_type = request.POST.get("auth_type", "").strip() or None
     values = _form_values(request)
@@ -379,11 +372,6 @@ TEST_CHANNEL = "ladder.change_alertchannel"
 CHANGE_RULE = "ladder.change_alertrule"
 
 
-def _can(request: HttpRequest, permission: str) -> bool:
-    user = request.user
-    return bool(user.is_authenticated and user.is_staff and user.has_perm(permission))
-
-
 def _alerts_render(
     request: HtmxHttpRequest,
     *,
@@ -400,8 +388,8 @@ def _alerts_render(
     )
     context = {
         "alerts": alerts,
-        "can_test": _can(request, TEST_CHANNEL),
-        "can_edit_rules": _can(request, CHANGE_RULE),
+        "can_test": staff_can(request, TEST_CHANNEL),
+        "can_edit_rules": staff_can(request, CHANGE_RULE),
         "error_rule_id": error_rule_id,
         "rule_errors": rule_errors or {},
         "rule_values": rule_values or {},
@@ -424,8 +412,7 @@ def alerts(request: HtmxHttpRequest) -> HttpResponse:
 @require_POST
 def alert_channel_test(request: HtmxHttpRequest, channel_id: int) -> HttpResponseBase:
     """Queue a test notification to one channel (its delivery shows below as it is sent or fails)."""
-    if not _can(request, TEST_CHANNEL):
-        raise PermissionDenied("Sending a test needs a staff login with the change permission on channels.")
+    staff_required(request, TEST_CHANNEL, action="Sending a test to a channel")
     try:
         delivery = enqueue_test_to(channel_id=channel_id, now=timezone.now())
     except ObjectDoesNotExist:
@@ -439,8 +426,7 @@ def alert_channel_test(request: HtmxHttpRequest, channel_id: int) -> HttpRespons
 def alert_rule_edit(request: HtmxHttpRequest, rule_id: int) -> HttpResponseBase:
     """Turn a rule on or off and set its threshold and quiet period; a bad value is named by its field
     and nothing is saved."""
-    if not _can(request, CHANGE_RULE):
-        raise PermissionDenied("Editing alert rules needs a staff login with the change permission.")
+    staff_required(request, CHANGE_RULE, action="Editing alert rules")
     enabled = request.POST.get("enabled") in ("on", "true", "1")
     threshold = request.POST.get("threshold", "")
     quiet_period_s = request.POST.get("quiet_period_s", "")
