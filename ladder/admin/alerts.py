@@ -14,8 +14,8 @@ from django.utils import timezone
 from ladder.admin.base import ReadOnlyHistoryMixin, https_url_formfield
 from ladder.domain.alerts import ALERT_WEBHOOK_KINDS
 from ladder.models import AlertChannel, AlertDelivery, AlertEpisode, AlertRule
+from ladder.security.logredact import redact_url
 from ladder.services.alert_delivery import enqueue_test
-from ladder.services.alert_senders import redact_url
 
 
 class AlertChannelForm(ModelForm):

@@ -16,7 +16,7 @@ from django.utils import timezone
 from ladder import services
 from ladder.admin.base import ListDisplay, VersionBumpingAdmin, https_url_formfield
 from ladder.domain.billing import BillingVerdict, classify_billing
-from ladder.domain.credentials import NEEDS_REAUTH, default_owner, expires_in_text
+from ladder.domain.credentials import NEEDS_REAUTH, connection_kind, default_owner, expires_in_text
 from ladder.domain.tiers import rung_for, served_models
 from ladder.domain.types import Rung, Snapshot
 from ladder.models import Connection
@@ -169,7 +169,7 @@ class ConnectionForm(ModelForm):
         text = cleaned.get("credential_file") or ""
         owner = cleaned.get("credential_owner") or ""
         probe = Connection(provider=cleaned.get("provider") or "", auth_type=cleaned.get("auth_type"))
-        kind = credentials.connection_kind(probe)
+        kind = connection_kind(probe)
         if not text:
             if owner == "ladder" and not self.instance.has_refresh_token:
                 self.add_error(

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ladder import models as m
+from ladder.domain.billing import catalog_key_label
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class CatalogKind:
 
     @property
     def label(self) -> str:
-        return m.catalog_key_label(self.provider, self.auth_type)
+        return catalog_key_label(self.provider, self.auth_type)
 
 
 CATALOG_ROW_FIELDS = (
@@ -46,7 +47,7 @@ class CatalogRow:
     reviewed_at: datetime | None
 
     def __str__(self) -> str:
-        return m.catalog_key_label(self.provider, self.auth_type)
+        return catalog_key_label(self.provider, self.auth_type)
 
 
 def catalog_row_of(entry: m.BillingCatalogEntry) -> CatalogRow:
