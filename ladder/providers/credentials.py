@@ -1,9 +1,10 @@
 """The credential files that the providers' own CLIs write, read into one ``Credential``. Pure: no
 I/O, ``now`` passed in where a relative time needs it.
 
-A file that cannot be read raises ``CredentialFileError`` naming the field
-(``claudeAiOauth.expiresAt: expected a number of milliseconds``); nothing is guessed. Shapes, with
-where each was read:
+Each file's shape is a msgspec Struct below (as ``ladder/contract/`` declares the wire shapes); a file
+that does not fit raises ``CredentialFileError`` naming the field in the file's own spelling
+(``claudeAiOauth.expiresAt: expected a number of milliseconds``), translated from msgspec's
+``$.claudeAiOauth.expiresAt`` path; nothing is guessed. Shapes, with where each was read:
 
 - Claude Code, ``~/.claude/.credentials.json`` (macOS: the Keychain item "Claude Code-credentials",
   same JSON): ``{"claudeAiOauth": {"accessToken", "refreshToken", "expiresAt": <ms>, "scopes",
@@ -32,16 +33,32 @@ import base64
 import binascii
 import json
 import math
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from types import NoneType
+from typing import Annotated, Any, get_args
+
+import msgspec
 
 from ladder.domain.credentials import REFRESHABLE_KINDS
 
 MAX_FILE_CHARS = 64 * 1024
+
+# Present and not blank (read stripped).
+Text = Annotated[str, msgspec.Meta(pattern=r"\S")]
 # The millisecond timestamps of these files lie between 2001 and 2286: a value in seconds is refused.
-_MIN_MS = 1e12
-_MAX_MS = 1e13
+Millis = Annotated[float, msgspec.Meta(ge=1e12, lt=1e13)]
+Iso = Annotated[datetime, msgspec.Meta(tz=True)]
+# What a refused field of each type expects; a Text or an object that is absent is "missing".
+_EXPECTED: dict[object, str] = {
+    Text: "expected a non-empty string",
+    str: "expected a non-empty string",
+    Millis: "expected a number of milliseconds",
+    Iso: "expected an ISO 8601 time with a zone",
+}
+_MISSING_FIELD = re.compile(r"Object missing required field `(?P<key>[^`]+)`")
 
 
 class CredentialFileError(ValueError):
@@ -70,10 +87,17 @@ class Credential:
     refresh_params: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
+class CredentialFile(msgspec.Struct):
+    """One CLI's file; unknown keys are ignored (the CLIs add some)."""
+
+    def credential(self) -> Credential:
+        raise NotImplementedError
+
+
 def parse_credential_file(kind: str, text: str, *, now: datetime) -> Credential:
     """Read what ``kind``'s CLI writes. Raises CredentialFileError naming the field."""
-    parser = PARSERS.get(kind)
-    if parser is None:
+    shape = FILES.get(kind)
+    if shape is None:
         raise CredentialFileError("", f"{kind} has no credential file to read; paste its key instead")
     if len(text) > MAX_FILE_CHARS:
         raise CredentialFileError("", f"the file is over {MAX_FILE_CHARS} characters; paste only the JSON")
@@ -83,55 +107,43 @@ def parse_credential_file(kind: str, text: str, *, now: datetime) -> Credential:
         raise CredentialFileError("", f"not JSON: {exc}") from None
     if not isinstance(document, dict):
         raise CredentialFileError("", "expected a JSON object")
-    return parser(document, now)
-
-
-# --- readers ---------------------------------------------------------------------------------
-
-
-def _object(document: Mapping[str, object], key: str, path: str = "") -> Mapping[str, object]:
-    value = document.get(key)
-    where = f"{path}{key}"
-    if value is None:
-        raise CredentialFileError(where, "missing")
-    if not isinstance(value, dict):
-        raise CredentialFileError(where, "expected an object")
-    return value
-
-
-def _text(document: Mapping[str, object], key: str, path: str = "", *, required: bool = True) -> str | None:
-    value = document.get(key)
-    if value is None or value == "":
-        if required:
-            raise CredentialFileError(f"{path}{key}", "missing")
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise CredentialFileError(f"{path}{key}", "expected a non-empty string")
-    return value.strip()
-
-
-def _millis(document: Mapping[str, object], key: str, path: str = "") -> datetime:
-    value = document.get(key)
-    where = f"{path}{key}"
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise CredentialFileError(where, "expected a number of milliseconds")
-    if not _MIN_MS <= value < _MAX_MS:
-        raise CredentialFileError(where, f"expected a number of milliseconds since 1970, got {value!r}")
-    return datetime.fromtimestamp(value / 1000, tz=UTC)
-
-
-def _iso(document: Mapping[str, object], key: str, path: str = "") -> datetime:
-    value = document.get(key)
-    where = f"{path}{key}"
-    if not isinstance(value, str):
-        raise CredentialFileError(where, "expected an ISO 8601 time with a zone")
     try:
-        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise CredentialFileError(where, f"expected an ISO 8601 time with a zone, got {value!r}") from None
-    if moment.tzinfo is None:
-        raise CredentialFileError(where, "expected an ISO 8601 time with a zone (e.g. Z)")
-    return moment.astimezone(UTC)
+        file = msgspec.convert(document, shape)
+    except msgspec.ValidationError as exc:
+        raise _file_error(str(exc), shape, document) from None
+    return file.credential()
+
+
+def _file_error(said: str, shape: type[CredentialFile], document: dict[str, Any]) -> CredentialFileError:
+    """msgspec's ``Expected `float`, got `str` - at `$.claudeAiOauth.expiresAt``` in the file's words.
+    A value is quoted only for a time field (never a token)."""
+    said, _, at = said.partition(" - at `$")
+    steps = [step for step in at.rstrip("`").split(".") if step]
+    missing = _MISSING_FIELD.fullmatch(said)
+    steps += [missing["key"]] if missing else []
+    kind: Any = shape
+    value: Any = document
+    for step in steps:
+        kind = next(f.type for f in msgspec.structs.fields(kind) if f.encode_name == step)
+        kind = get_args(kind)[0] if NoneType in get_args(kind) else kind  # `X | None` is read as X
+        value = value.get(step) if isinstance(value, dict) else None
+    expected = _EXPECTED.get(kind, "expected an object")
+    if missing and kind not in (Millis, Iso):
+        expected = "missing"
+    elif kind == Millis and isinstance(value, int | float) and not isinstance(value, bool):
+        expected += f" since 1970, got {value!r}"
+    elif kind == Iso and isinstance(value, str):
+        expected += f", got {value!r}"
+    return CredentialFileError(".".join(steps), expected)
+
+
+def _clean(value: str | None) -> str | None:
+    """An optional text field: stripped, and None when blank."""
+    return value.strip() or None if value else None
+
+
+def _from_millis(value: float) -> datetime:
+    return datetime.fromtimestamp(value / 1000, tz=UTC)
 
 
 def jwt_claims(token: str) -> dict[str, object] | None:
@@ -161,77 +173,110 @@ def _jwt_email(token: str | None) -> str | None:
     return email if isinstance(email, str) and email else None
 
 
-# --- one parser per kind ---------------------------------------------------------------------
+# --- one shape per kind ----------------------------------------------------------------------
 
 
-def parse_claude(document: Mapping[str, object], now: datetime) -> Credential:
-    oauth = _object(document, "claudeAiOauth")
-    path = "claudeAiOauth."
-    return Credential(
-        access_token=_text(oauth, "accessToken", path) or "",
-        refresh_token=_text(oauth, "refreshToken", path, required=False),
-        expires_at=_millis(oauth, "expiresAt", path),
-    )
+class ClaudeOauth(msgspec.Struct, rename="camel"):
+    access_token: Text
+    expires_at: Millis
+    refresh_token: str | None = None
+
+
+class ClaudeFile(CredentialFile, rename="camel"):
+    claude_ai_oauth: ClaudeOauth
+
+    def credential(self) -> Credential:
+        oauth = self.claude_ai_oauth
+        return Credential(
+            access_token=oauth.access_token.strip(),
+            refresh_token=_clean(oauth.refresh_token),
+            expires_at=_from_millis(oauth.expires_at),
+        )
 
 
 CODEX_AUTH_CLAIM = "https://api.openai.com/auth"
 
 
-def parse_codex(document: Mapping[str, object], now: datetime) -> Credential:
-    if document.get("tokens") is None and document.get("OPENAI_API_KEY"):
-        problem = "missing: this auth.json holds an API key; add it as an openai key"
-        raise CredentialFileError("tokens", problem)
-    tokens = _object(document, "tokens")
-    access = _text(tokens, "access_token", "tokens.") or ""
-    expires_at = jwt_expiry(access)
-    if expires_at is None:
-        raise CredentialFileError("tokens.access_token", "expected a JWT with a numeric exp claim")
-    account = _text(tokens, "account_id", "tokens.", required=False)
-    if account is None:
-        claims = jwt_claims(access) or {}
-        auth = claims.get(CODEX_AUTH_CLAIM)
-        found = auth.get("chatgpt_account_id") if isinstance(auth, dict) else None
-        account = found if isinstance(found, str) and found else None
-    return Credential(
-        access_token=access,
-        refresh_token=_text(tokens, "refresh_token", "tokens.", required=False),
-        expires_at=expires_at,
-        account_id=account,
-        params={"account_id": account} if account else {},
-    )
+class CodexTokens(msgspec.Struct):
+    access_token: Text
+    refresh_token: str | None = None
+    account_id: str | None = None
 
 
-def parse_gemini(document: Mapping[str, object], now: datetime) -> Credential:
-    return Credential(
-        access_token=_text(document, "access_token") or "",
-        refresh_token=_text(document, "refresh_token", required=False),
-        expires_at=_millis(document, "expiry_date"),
-        account_id=_jwt_email(_text(document, "id_token", required=False)),
-    )
+class CodexFile(CredentialFile):
+    tokens: CodexTokens | None = None
+    openai_api_key: str | None = msgspec.field(default=None, name="OPENAI_API_KEY")
+
+    def credential(self) -> Credential:
+        if self.tokens is None:
+            api_key = self.openai_api_key and "this auth.json holds an API key; add it as an openai key"
+            raise CredentialFileError("tokens", f"missing: {api_key}" if api_key else "missing")
+        access = self.tokens.access_token.strip()
+        expires_at = jwt_expiry(access)
+        if expires_at is None:
+            raise CredentialFileError("tokens.access_token", "expected a JWT with a numeric exp claim")
+        account = _clean(self.tokens.account_id)
+        if account is None:
+            auth = (jwt_claims(access) or {}).get(CODEX_AUTH_CLAIM)
+            found = auth.get("chatgpt_account_id") if isinstance(auth, dict) else None
+            account = found if isinstance(found, str) and found else None
+        return Credential(
+            access_token=access,
+            refresh_token=_clean(self.tokens.refresh_token),
+            expires_at=expires_at,
+            account_id=account,
+            params={"account_id": account} if account else {},
+        )
 
 
-def parse_antigravity(document: Mapping[str, object], now: datetime) -> Credential:
-    if "expiry_date" in document:
-        expires_at = _millis(document, "expiry_date")
-    elif "expired" in document:
-        expires_at = _iso(document, "expired")
-    elif "timestamp" in document and "expires_in" in document:
-        expires_in = document.get("expires_in")
-        if isinstance(expires_in, bool) or not isinstance(expires_in, int | float) or expires_in <= 0:
-            raise CredentialFileError("expires_in", "expected a positive number of seconds")
-        expires_at = _millis(document, "timestamp") + timedelta(seconds=float(expires_in))
-    else:
-        raise CredentialFileError("expired", "missing (or expiry_date in milliseconds)")
-    project = _text(document, "project_id", required=False)
-    email = _text(document, "email", required=False)
-    email = email or _jwt_email(_text(document, "id_token", required=False))
-    return Credential(
-        access_token=_text(document, "access_token") or "",
-        refresh_token=_text(document, "refresh_token", required=False),
-        expires_at=expires_at,
-        account_id=email or project,
-        params={"project": project} if project else {},
-    )
+class GeminiFile(CredentialFile):
+    access_token: Text
+    expiry_date: Millis
+    refresh_token: str | None = None
+    id_token: str | None = None
+
+    def credential(self) -> Credential:
+        return Credential(
+            access_token=self.access_token.strip(),
+            refresh_token=_clean(self.refresh_token),
+            expires_at=_from_millis(self.expiry_date),
+            account_id=_jwt_email(_clean(self.id_token)),
+        )
+
+
+class AntigravityFile(CredentialFile):
+    """CLIProxyAPI's export; Gemini CLI's ``expiry_date`` is accepted too."""
+
+    access_token: Text
+    refresh_token: str | None = None
+    expiry_date: Millis | None = None
+    expired: Iso | None = None
+    timestamp: Millis | None = None
+    expires_in: float | None = None
+    project_id: str | None = None
+    email: str | None = None
+    id_token: str | None = None
+
+    def credential(self) -> Credential:
+        if self.expiry_date is not None:
+            expires_at = _from_millis(self.expiry_date)
+        elif self.expired is not None:
+            expires_at = self.expired.astimezone(UTC)
+        elif self.timestamp is not None and self.expires_in is not None:
+            if self.expires_in <= 0:
+                raise CredentialFileError("expires_in", "expected a positive number of seconds")
+            expires_at = _from_millis(self.timestamp) + timedelta(seconds=self.expires_in)
+        else:
+            raise CredentialFileError("expired", "missing (or expiry_date in milliseconds)")
+        project = _clean(self.project_id)
+        email = _clean(self.email) or _jwt_email(_clean(self.id_token))
+        return Credential(
+            access_token=self.access_token.strip(),
+            refresh_token=_clean(self.refresh_token),
+            expires_at=expires_at,
+            account_id=email or project,
+            params={"project": project} if project else {},
+        )
 
 
 KIRO_SOCIAL = "social"
@@ -239,35 +284,44 @@ KIRO_IDC = "idc"
 KIRO_DEFAULT_REGION = "us-east-1"
 
 
-def parse_kiro(document: Mapping[str, object], now: datetime) -> Credential:
-    method_text = (_text(document, "authMethod", required=False) or KIRO_SOCIAL).lower()
-    if method_text not in (KIRO_SOCIAL, KIRO_IDC):
-        raise CredentialFileError("authMethod", f"expected social or IdC, got {method_text!r}")
-    region = _text(document, "region", required=False) or KIRO_DEFAULT_REGION
-    refresh_params = {"auth_method": method_text, "region": region}
-    if method_text == KIRO_IDC:
-        hint = "required for authMethod IdC: copy it from ~/.aws/sso/cache/<clientIdHash>.json"
-        for key, name in (("clientId", "client_id"), ("clientSecret", "client_secret")):
-            value = document.get(key)
-            if not isinstance(value, str) or not value.strip():
-                raise CredentialFileError(key, hint)
-            refresh_params[name] = value.strip()
-    profile_arn = _text(document, "profileArn", required=False)
-    return Credential(
-        access_token=_text(document, "accessToken") or "",
-        refresh_token=_text(document, "refreshToken", required=False),
-        expires_at=_iso(document, "expiresAt"),
-        account_id=profile_arn,
-        params={"profile_arn": profile_arn} if profile_arn else {},
-        refresh_params=refresh_params,
-    )
+class KiroFile(CredentialFile, rename="camel"):
+    access_token: Text
+    expires_at: Iso
+    refresh_token: str | None = None
+    auth_method: str | None = None
+    region: str | None = None
+    profile_arn: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = None
+
+    def credential(self) -> Credential:
+        method = (_clean(self.auth_method) or KIRO_SOCIAL).lower()
+        if method not in (KIRO_SOCIAL, KIRO_IDC):
+            raise CredentialFileError("authMethod", f"expected social or IdC, got {method!r}")
+        refresh_params = {"auth_method": method, "region": _clean(self.region) or KIRO_DEFAULT_REGION}
+        if method == KIRO_IDC:
+            hint = "required for authMethod IdC: copy it from ~/.aws/sso/cache/<clientIdHash>.json"
+            for key, name in (("clientId", "client_id"), ("clientSecret", "client_secret")):
+                value = _clean(getattr(self, name))
+                if value is None:
+                    raise CredentialFileError(key, hint)
+                refresh_params[name] = value
+        profile_arn = _clean(self.profile_arn)
+        return Credential(
+            access_token=self.access_token.strip(),
+            refresh_token=_clean(self.refresh_token),
+            expires_at=self.expires_at.astimezone(UTC),
+            account_id=profile_arn,
+            params={"profile_arn": profile_arn} if profile_arn else {},
+            refresh_params=refresh_params,
+        )
 
 
-PARSERS: Mapping[str, Callable[[Mapping[str, object], datetime], Credential]] = {
-    "claude-oauth": parse_claude,
-    "codex-chatgpt": parse_codex,
-    "gemini-cli": parse_gemini,
-    "antigravity": parse_antigravity,
-    "kiro": parse_kiro,
+FILES: Mapping[str, type[CredentialFile]] = {
+    "claude-oauth": ClaudeFile,
+    "codex-chatgpt": CodexFile,
+    "gemini-cli": GeminiFile,
+    "antigravity": AntigravityFile,
+    "kiro": KiroFile,
 }
-assert set(PARSERS) == REFRESHABLE_KINDS
+assert set(FILES) == REFRESHABLE_KINDS
