@@ -11,17 +11,18 @@ the caller backs off on ``rate_limited``, disables on ``auth_failed`` and retrie
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import ClassVar, Protocol
 
 import httpx
 
-from ladder.domain.types import Failure, Reading, Source, SpentWindow
+from ladder.domain.types import Failure, Overage, Reading, Source, SpentWindow, Window
 from ladder.domain.windows import provider_poll_floor_s
+from ladder.providers.ratelimit import HeaderWindow
 from ladder.providers.timeparse import cap_retry_after_s, parse_duration_s, retry_after_s
-from ladder.providers.values import lower_headers
+from ladder.providers.values import decode_body, error_fields, lower_headers
 
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=3.0)
 MAX_BODY_BYTES = 1 << 20
@@ -127,7 +128,21 @@ def resolve_base_url(
 
 
 def unverifiable(now: datetime, note: str, *, source: Source = "poll") -> Reading:
-    return Reading(fetched_at=now, source=source, verifiable=False, note=note)
+    return Reading(now, (), source, verifiable=False, note=note)
+
+
+def poll_reading(
+    now: datetime,
+    windows: Iterable[Window] = (),
+    *,
+    problems: Sequence[str] = (),
+    notes: Sequence[str] = (),
+    overage: Overage | None = None,
+) -> Reading:
+    """A poll's reading: verifiable unless a field it needs was unreadable (``problems``); the note
+    says the problems, then anything else worth saying (``notes``)."""
+    note = "; ".join([*problems, *notes])
+    return Reading(now, tuple(windows), "poll", verifiable=not problems, observed_overage=overage, note=note)
 
 
 @dataclass(frozen=True)
@@ -139,13 +154,7 @@ class UpstreamResponse:
 
     def body(self) -> object:
         """The body for failure classification: JSON when it parses, else text, None when empty."""
-        if self.truncated or not self.content:
-            return None
-        text = self.content.decode("utf-8", errors="replace")
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
+        return None if self.truncated or not self.content else decode_body(self.content)
 
     def json(self, *, max_body_bytes: int) -> object:
         if self.truncated:
@@ -228,20 +237,6 @@ def throttled(wait_s: float | None, *, detail: str, window: str | None = None) -
     return Failure("rate_limited", window=window, retry_after_s=wait_s, detail=detail)
 
 
-def classify_by_status(
-    status: int, headers: Mapping[str, str], now: datetime, *, detail: str = ""
-) -> Failure:
-    """The fallback every adapter shares when the body says nothing more specific."""
-    wait = header_retry_after_s(headers, now)
-    if status in (401, 403):
-        return Failure("auth_failed", detail=detail or f"HTTP {status}")
-    if status == 402:
-        return Failure("quota_exhausted", retry_after_s=wait, detail=detail or "HTTP 402 payment required")
-    if status == 429:
-        return throttled(wait, detail=detail or "HTTP 429")
-    return Failure("upstream_error", retry_after_s=wait, detail=detail or f"HTTP {status}")
-
-
 _SAFE_TRANSPORT_MESSAGES: tuple[tuple[type[Exception], str], ...] = (
     (httpx.ConnectError, "could not connect"),
     (httpx.ConnectTimeout, "connect timeout"),
@@ -262,16 +257,69 @@ def _transport_summary(exc: Exception) -> str:
     return type(exc).__name__
 
 
-def header_retry_after_s(headers: Mapping[str, str], now: datetime) -> float | None:
-    lowered = lower_headers(headers)
-    """Seconds from ``retry-after-ms`` or ``retry-after``, capped at 7 days; never raises."""
-    try:
-        ms = parse_duration_s(lowered.get("retry-after-ms"), unit_s=0.001)
-    except (OverflowError, ValueError, TypeError):
-        ms = None
-    if ms is not None:
-        return cap_retry_after_s(ms)
-    return retry_after_s(lowered.get("retry-after"), now=now)
+@dataclass(frozen=True)
+class ErrorReply:
+    """A failed answer (or a 2xx carrying an error), read once for every adapter's classifier:
+    lower-cased headers, the body decoded, and the usual ``(type, code, message)`` of its error."""
+
+    status: int
+    headers: dict[str, str]
+    body: object
+    now: datetime
+    error_type: str = ""
+    code: str = ""
+    message: str = ""
+
+    @classmethod
+    def read(cls, status: int, headers: Mapping[str, str], body: object, now: datetime) -> ErrorReply:
+        decoded = decode_body(body)
+        return cls(status, lower_headers(headers), decoded, now, *error_fields(decoded))
+
+    @property
+    def wait_s(self) -> float | None:
+        """Seconds from ``retry-after-ms`` or ``retry-after``, capped at 7 days; never raises."""
+        try:
+            ms = parse_duration_s(self.headers.get("retry-after-ms"), unit_s=0.001)
+        except (OverflowError, ValueError, TypeError):
+            ms = None
+        if ms is not None:
+            return cap_retry_after_s(ms)
+        return retry_after_s(self.headers.get("retry-after"), now=self.now)
+
+    def by_status(self, detail: str = "") -> Failure:
+        """The fallback every adapter shares when the body says nothing more specific."""
+        status, wait = self.status, self.wait_s
+        if status in (401, 403):
+            return Failure("auth_failed", detail=detail or f"HTTP {status}")
+        if status == 402:
+            return Failure(
+                "quota_exhausted", retry_after_s=wait, detail=detail or "HTTP 402 payment required"
+            )
+        if status == 429:
+            return throttled(wait, detail=detail or "HTTP 429")
+        return Failure("upstream_error", retry_after_s=wait, detail=detail or f"HTTP {status}")
+
+
+def spent_failure(
+    spent: Sequence[SpentWindow],
+    now: datetime,
+    *,
+    detail: str,
+    retry_after_s: float | None,
+    reset_fallback: datetime | None = None,
+) -> Failure:
+    """An exhaustion naming every spent window: the one resetting last binds and comes first (its
+    reset, else ``reset_fallback``); ``windows`` lists them all when there are several."""
+    ordered = sorted(spent, key=lambda w: (w.reset_at is None, -(w.reset_at or now).timestamp()))
+    binding = SpentWindow(ordered[0].name, ordered[0].reset_at or reset_fallback)
+    return Failure(
+        "quota_exhausted",
+        window=binding.name,
+        reset_at=binding.reset_at,
+        retry_after_s=retry_after_s,
+        detail=detail,
+        windows=(binding, *ordered[1:]) if len(ordered) > 1 else (),
+    )
 
 
 def refine_with_reading(failure: Failure, reading: Reading) -> Failure:
@@ -282,19 +330,11 @@ def refine_with_reading(failure: Failure, reading: Reading) -> Failure:
     """
     if not reading.verifiable or failure.classification not in ("quota_exhausted", "rate_limited"):
         return failure
-    spent = [w for w in reading.windows if w.remaining_pct <= 0]
+    spent = [SpentWindow(w.name, w.reset_at) for w in reading.windows if w.remaining_pct <= 0]
     if spent:
-        # The one resetting last binds and comes first; every spent window is named.
-        spent.sort(key=lambda w: (w.reset_at is None, -(w.reset_at or reading.fetched_at).timestamp()))
-        binding = spent[0]
-        return Failure(
-            "quota_exhausted",
-            window=binding.name,
-            reset_at=binding.reset_at,
-            retry_after_s=failure.retry_after_s,
-            detail=f"{failure.detail}; usage re-read: window {binding.name} spent".lstrip("; "),
-            windows=tuple(SpentWindow(w.name, w.reset_at) for w in spent) if len(spent) > 1 else (),
-        )
+        found = spent_failure(spent, reading.fetched_at, detail="", retry_after_s=failure.retry_after_s)
+        detail = f"{failure.detail}; usage re-read: window {found.window} spent".lstrip("; ")
+        return replace(found, detail=detail)
     if failure.classification == "quota_exhausted" and failure.window and failure.reset_at is None:
         named = next((w for w in reading.windows if w.name == failure.window), None)
         if named is not None and named.reset_at is not None:
@@ -309,13 +349,18 @@ def refine_with_reading(failure: Failure, reading: Reading) -> Failure:
 
 
 class BaseAdapter:
-    """Defaults for every adapter; a kind with a quota endpoint sets ``supports_poll`` and ``poll``."""
+    """Defaults for every adapter. A kind with a quota endpoint names it (``usage_path``) and reads its
+    answer (``read_usage``); a kind whose answers carry quota headers lists them (``header_windows``);
+    ``classify`` reads its failures, falling back on the status."""
 
     kind: ClassVar[str]
     provider: ClassVar[str]
     auth_type: ClassVar[str]
     default_base_url: ClassVar[str | None] = None
-    supports_poll: ClassVar[bool] = False
+    usage_path: ClassVar[str | None] = None  # None: no quota endpoint
+    usage_method: ClassVar[str] = "GET"
+    usage_headers: ClassVar[Mapping[str, str]] = {"Accept": "application/json"}
+    header_windows: ClassVar[Sequence[HeaderWindow]] = ()
 
     def __init__(
         self, *, timeout: httpx.Timeout = DEFAULT_TIMEOUT, max_body_bytes: int = MAX_BODY_BYTES
@@ -325,6 +370,10 @@ class BaseAdapter:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.kind}>"
+
+    @property
+    def supports_poll(self) -> bool:
+        return self.usage_path is not None
 
     @property
     def poll_floor_s(self) -> float | None:
@@ -353,15 +402,41 @@ class BaseAdapter:
             return unverifiable(now, f"{self.kind}: {exc.note}")
 
     def poll(self, upstream: Upstream, connection: ConnectionRef, now: datetime) -> Reading:
+        """One call to the quota endpoint; an error inside a 2xx body (``error_in_body``) raises."""
+        assert self.usage_path is not None  # fetch polls only then
+        headers = {**self.auth_headers(connection), **self.usage_headers}
+        body = upstream.json(
+            self.usage_method, self.usage_path, headers=headers, json_body=self.usage_body(connection)
+        )
+        if self.error_in_body(body):
+            raise FetchError(self.classify_failure(200, {}, body, now), status=200)
+        return self.read_usage(body, now)
+
+    def auth_headers(self, connection: ConnectionRef) -> dict[str, str]:
+        return {"Authorization": f"Bearer {connection.credential}"}
+
+    def usage_body(self, connection: ConnectionRef) -> object | None:
+        return None
+
+    def error_in_body(self, body: object) -> bool:
+        return False
+
+    def read_usage(self, body: object, now: datetime) -> Reading:
         raise NotImplementedError(f"{self.kind} has no quota endpoint")
 
     def read_headers(self, headers: Mapping[str, str], now: datetime) -> Reading | None:
-        return None
+        """A ``headers`` reading of every window ``header_windows`` finds; None when it finds none."""
+        lowered = lower_headers(headers)
+        windows = tuple(w for spec in self.header_windows if (w := spec.read(lowered, now)) is not None)
+        return Reading(now, windows, "headers") if windows else None
 
     def classify_failure(
         self, status: int, headers: Mapping[str, str], body: object, now: datetime
     ) -> Failure:
-        return classify_by_status(status, headers, now)
+        return self.classify(ErrorReply.read(status, headers, body, now))
+
+    def classify(self, reply: ErrorReply) -> Failure:
+        return reply.by_status()
 
     def wants_usage_recheck(self, status: int, failure: Failure) -> bool:
         return False

@@ -8,14 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ladder.domain.types import Failure, Overage, Reading, SpentWindow, Window
-from ladder.providers.base import (
-    BaseAdapter,
-    ConnectionRef,
-    Upstream,
-    classify_by_status,
-    header_retry_after_s,
-    unverifiable,
-)
+from ladder.providers.base import BaseAdapter, ErrorReply, poll_reading, spent_failure, unverifiable
 from ladder.providers.timeparse import parse_time
 from ladder.providers.values import (
     as_bool,
@@ -24,14 +17,11 @@ from ladder.providers.values import (
     as_float,
     as_str,
     clamp_pct,
-    decode_body,
     dig,
-    error_fields,
     lower_headers,
-    model_family_glob,
+    overage_of,
 )
 
-USAGE_PATH = "/api/oauth/usage"
 # Families named by the flat ``seven_day_<x>`` keys and the header claims, where other suffixes are
 # not models (``seven_day_oauth_apps``, ``seven_day_routines``). A ``weekly_scoped`` limit names its
 # model outright, so any family it names counts there (``Fable``): see ``_family_of_model``.
@@ -42,7 +32,7 @@ _CLAIM_HEADER = re.compile(rf"^{UNIFIED}(?P<claim>.+)-(?P<field>utilization|rese
 
 
 def _scoped_window(family: str, remaining_pct: float, reset_at: datetime | None) -> Window:
-    return Window(f"7d-{family}", remaining_pct, reset_at, scope_models=(model_family_glob(family),))
+    return Window(f"7d-{family}", remaining_pct, reset_at, scope_models=(f"*{family}*",))
 
 
 def _family_of(text: str) -> str | None:
@@ -57,67 +47,6 @@ def _family_of_model(label: str) -> str | None:
     if known is not None:
         return known
     return next((word for word in re.findall(r"[a-z]+", label.lower()) if word not in _NOT_A_FAMILY), None)
-
-
-def parse_usage(body: object, now: datetime) -> Reading:
-    """``utilization``/``percent`` are percent *used*; ``limits[]`` fills what the flat keys leave null."""
-    if as_dict(body) is None:
-        return unverifiable(now, "usage answer is not a JSON object")
-    windows: dict[str, Window] = {}
-    problems: list[str] = []
-
-    def add(name: str, entry: object, used_key: str, family: str | None = None) -> None:
-        used = as_float(dig(entry, used_key))
-        if used is None:
-            problems.append(f"{name}: no numeric {used_key!r}")
-            return
-        reset_at = parse_time(dig(entry, "resets_at"), now=now)
-        remaining = clamp_pct(100.0 - used)
-        windows[name] = (
-            _scoped_window(family, remaining, reset_at) if family else Window(name, remaining, reset_at)
-        )
-
-    for key, name in (("five_hour", "5h"), ("seven_day", "7d")):
-        if as_dict(dig(body, key)) is not None:
-            add(name, dig(body, key), "utilization")
-    for family in MODEL_FAMILIES:
-        entry = dig(body, f"seven_day_{family}")
-        if as_dict(entry) is not None:
-            add(f"7d-{family}", entry, "utilization", family)
-
-    for limit in as_dicts(dig(body, "limits")):
-        kind = as_str(limit.get("kind"))
-        if kind == "session" and "5h" not in windows:
-            add("5h", limit, "percent")
-        elif kind == "weekly_all" and "7d" not in windows:
-            add("7d", limit, "percent")
-        elif kind == "weekly_scoped":
-            model = as_dict(dig(limit, "scope", "model")) or {}
-            label = " ".join(
-                str(v) for v in (model.get("id"), model.get("display_name")) if isinstance(v, str)
-            )
-            scoped = _family_of_model(label)
-            if scoped is None:
-                problems.append(f"weekly_scoped limit for an unknown model {label!r} ignored")
-            elif f"7d-{scoped}" not in windows:
-                add(f"7d-{scoped}", limit, "percent", scoped)
-
-    missing = [name for name in ("5h", "7d") if name not in windows]
-    overage = _extra_usage_overage(dig(body, "extra_usage"))
-    found = tuple(windows.values())
-    if missing:
-        note = f"no {' or '.join(missing)} window in the usage answer" + (
-            f" ({'; '.join(problems)})" if problems else ""
-        )
-        return Reading(now, found, "poll", verifiable=False, observed_overage=overage, note=note)
-    return Reading(now, found, "poll", observed_overage=overage, note="; ".join(problems))
-
-
-def _extra_usage_overage(extra: object) -> Overage | None:
-    enabled = as_bool(dig(extra, "is_enabled"))
-    if enabled is None:
-        return None
-    return "meters-to-paid" if enabled else "hard-stop"
 
 
 @dataclass(frozen=True)
@@ -186,17 +115,64 @@ class ClaudeOAuthAdapter(BaseAdapter):
     provider = "claude"
     auth_type = "oauth"
     default_base_url = "https://api.anthropic.com"
-    supports_poll = True
+    usage_path = "/api/oauth/usage"
+    usage_headers = {
+        "anthropic-beta": "oauth-2025-04-20",
+        "Accept": "application/json",
+        "User-Agent": "claude-code/2.1.0",
+    }
 
-    def poll(self, upstream: Upstream, connection: ConnectionRef, now: datetime) -> Reading:
-        headers = {
-            "Authorization": f"Bearer {connection.credential}",
-            "anthropic-beta": "oauth-2025-04-20",
-            "Accept": "application/json",
-            "User-Agent": "claude-code/2.1.0",
-        }
-        body = upstream.json("GET", USAGE_PATH, headers=headers)
-        return parse_usage(body, now)
+    def read_usage(self, body: object, now: datetime) -> Reading:
+        """``utilization``/``percent`` are percent *used*; ``limits[]`` fills what the flat keys leave
+        null."""
+        if as_dict(body) is None:
+            return unverifiable(now, "usage answer is not a JSON object")
+        windows: dict[str, Window] = {}
+        problems: list[str] = []
+
+        def add(name: str, entry: object, used_key: str, family: str | None = None) -> None:
+            used = as_float(dig(entry, used_key))
+            if used is None:
+                problems.append(f"{name}: no numeric {used_key!r}")
+                return
+            reset_at = parse_time(dig(entry, "resets_at"), now=now)
+            remaining = clamp_pct(100.0 - used)
+            windows[name] = (
+                _scoped_window(family, remaining, reset_at) if family else Window(name, remaining, reset_at)
+            )
+
+        for key, name in (("five_hour", "5h"), ("seven_day", "7d")):
+            if as_dict(dig(body, key)) is not None:
+                add(name, dig(body, key), "utilization")
+        for family in MODEL_FAMILIES:
+            entry = dig(body, f"seven_day_{family}")
+            if as_dict(entry) is not None:
+                add(f"7d-{family}", entry, "utilization", family)
+
+        for limit in as_dicts(dig(body, "limits")):
+            kind = as_str(limit.get("kind"))
+            if kind == "session" and "5h" not in windows:
+                add("5h", limit, "percent")
+            elif kind == "weekly_all" and "7d" not in windows:
+                add("7d", limit, "percent")
+            elif kind == "weekly_scoped":
+                model = as_dict(dig(limit, "scope", "model")) or {}
+                label = " ".join(
+                    str(v) for v in (model.get("id"), model.get("display_name")) if isinstance(v, str)
+                )
+                scoped = _family_of_model(label)
+                if scoped is None:
+                    problems.append(f"weekly_scoped limit for an unknown model {label!r} ignored")
+                elif f"7d-{scoped}" not in windows:
+                    add(f"7d-{scoped}", limit, "percent", scoped)
+
+        missing = [name for name in ("5h", "7d") if name not in windows]
+        overage = overage_of(as_bool(dig(body, "extra_usage", "is_enabled")))
+        if missing:
+            said = f" ({'; '.join(problems)})" if problems else ""
+            problems = [f"no {' or '.join(missing)} window in the usage answer{said}"]
+            return poll_reading(now, windows.values(), problems=problems, overage=overage)
+        return poll_reading(now, windows.values(), notes=problems, overage=overage)
 
     def read_headers(self, headers: Mapping[str, str], now: datetime) -> Reading | None:
         claims = unified_claims(headers, now)
@@ -208,29 +184,19 @@ class ClaudeOAuthAdapter(BaseAdapter):
             return unverifiable(now, "unified headers without a usable utilization", source="headers")
         return Reading(now, windows, "headers", observed_overage=overage)
 
-    def classify_failure(
-        self, status: int, headers: Mapping[str, str], body: object, now: datetime
-    ) -> Failure:
-        error_type, _, message = error_fields(decode_body(body))
-        rejected = [claim for claim in unified_claims(headers, now) if claim.rejected]
-        wait = header_retry_after_s(headers, now)
-        if rejected and (status == 429 or unified_overage(headers) == "meters-to-paid"):
+    def classify(self, reply: ErrorReply) -> Failure:
+        rejected = [claim for claim in unified_claims(reply.headers, reply.now) if claim.rejected]
+        if rejected and (reply.status == 429 or unified_overage(reply.headers) == "meters-to-paid"):
             # A 200 with a rejected window and overage in use is billed as extra usage: the plan is spent.
-            # Every rejected window is spent; the one resetting last binds and comes first.
-            spent = sorted(rejected, key=lambda c: (c.reset_at is None, -(c.reset_at or now).timestamp()))
-            binding = spent[0]
-            reset_at = binding.reset_at or parse_time(lower_headers(headers).get(f"{UNIFIED}reset"), now=now)
-            spill = " (served as paid extra usage)" if status < 400 else ""
-            names = ", ".join(claim.claim for claim in spent)
-            return Failure(
-                "quota_exhausted",
-                window=binding.window_name,
-                reset_at=reset_at,
-                retry_after_s=wait,
-                detail=f"unified window{'s' if len(spent) > 1 else ''} {names} rejected{spill}",
-                windows=(SpentWindow(binding.window_name, reset_at),)
-                + tuple(SpentWindow(c.window_name, c.reset_at) for c in spent[1:])
-                if len(spent) > 1
-                else (),
+            # Every rejected window is spent; the one resetting last binds and is named first.
+            rejected.sort(key=lambda c: (c.reset_at is None, -(c.reset_at or reply.now).timestamp()))
+            spill = " (served as paid extra usage)" if reply.status < 400 else ""
+            names = ", ".join(claim.claim for claim in rejected)
+            return spent_failure(
+                [SpentWindow(claim.window_name, claim.reset_at) for claim in rejected],
+                reply.now,
+                detail=f"unified window{'s' if len(rejected) > 1 else ''} {names} rejected{spill}",
+                retry_after_s=reply.wait_s,
+                reset_fallback=parse_time(reply.headers.get(f"{UNIFIED}reset"), now=reply.now),
             )
-        return classify_by_status(status, headers, now, detail=message or error_type)
+        return reply.by_status(reply.message or reply.error_type)

@@ -11,13 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from ladder.domain.types import Failure, Overage, Reading, Window
-from ladder.providers.base import (
-    BaseAdapter,
-    ConnectionRef,
-    Upstream,
-    classify_by_status,
-    header_retry_after_s,
-)
+from ladder.providers.base import BaseAdapter, ConnectionRef, ErrorReply, poll_reading
 from ladder.providers.timeparse import parse_time
 from ladder.providers.values import (
     as_bool,
@@ -26,14 +20,11 @@ from ladder.providers.values import (
     as_float,
     as_str,
     clamp_pct,
-    decode_body,
     dig,
-    error_fields,
     lower_headers,
     window_name_for_seconds,
 )
 
-USAGE_PATH = "/backend-api/wham/usage"
 _SLUG = re.compile(r"[^a-z0-9.]+")
 
 
@@ -83,42 +74,7 @@ def credits_overage(
     return "hard-stop"
 
 
-def parse_usage(body: object, now: datetime) -> Reading:
-    rate_limit = as_dict(dig(body, "rate_limit"))
-    if rate_limit is None:
-        return Reading(now, (), "poll", verifiable=False, note="no rate_limit object in the usage answer")
-    windows, problems = _windows_of(rate_limit, now)
-    notes: list[str] = []
-    for extra in as_dicts(dig(body, "additional_rate_limits")):
-        label = as_str(extra.get("limit_name")) or as_str(extra.get("metered_feature"))
-        if label is None:
-            notes.append("an additional rate limit without a name was ignored")
-            continue
-        slug = _SLUG.sub("-", label.lower()).strip("-")
-        extra_windows, extra_problems = _windows_of(
-            extra.get("rate_limit"), now, suffix=f"-{slug}", scope=(f"*{slug}*",)
-        )
-        windows.extend(extra_windows)
-        notes.extend(extra_problems)
-    credits = dig(body, "credits")
-    overage = credits_overage(
-        has_credits=as_bool(dig(credits, "has_credits")),
-        balance=as_float(dig(credits, "balance")),
-        unlimited=as_bool(dig(credits, "unlimited")),
-        limit_reached=as_bool(dig(credits, "overage_limit_reached")),
-    )
-    main = [w for w in windows if not w.scope_models]
-    if problems or not main:
-        note = "; ".join(problems) or "no primary or secondary window in the usage answer"
-        return Reading(now, tuple(windows), "poll", verifiable=False, observed_overage=overage, note=note)
-    blocked = as_bool(rate_limit.get("limit_reached")) or as_bool(rate_limit.get("allowed")) is False
-    if blocked and all(w.remaining_pct > 0 for w in main):
-        note = "rate_limit says the limit is reached but no window is at 100 %"
-        return Reading(now, tuple(windows), "poll", verifiable=False, observed_overage=overage, note=note)
-    return Reading(now, tuple(windows), "poll", observed_overage=overage, note="; ".join(notes))
-
-
-def _header_windows(headers: dict[str, str], now: datetime) -> list[Window]:
+def _header_windows(headers: Mapping[str, str], now: datetime) -> list[Window]:
     windows: list[Window] = []
     for slot in ("primary", "secondary"):
         used = as_float(headers.get(f"x-codex-{slot}-used-percent"))
@@ -137,18 +93,46 @@ class CodexAdapter(BaseAdapter):
     provider = "codex"
     auth_type = "oauth"
     default_base_url = "https://chatgpt.com"
-    supports_poll = True
+    usage_path = "/backend-api/wham/usage"
+    usage_headers = {"Accept": "application/json", "User-Agent": "codex-cli"}
 
-    def poll(self, upstream: Upstream, connection: ConnectionRef, now: datetime) -> Reading:
-        headers = {
-            "Authorization": f"Bearer {connection.credential}",
-            "Accept": "application/json",
-            "User-Agent": "codex-cli",
-        }
-        account_id = connection.params.get("account_id")
-        if account_id:
+    def auth_headers(self, connection: ConnectionRef) -> dict[str, str]:
+        headers = super().auth_headers(connection)
+        if account_id := connection.params.get("account_id"):
             headers["ChatGPT-Account-Id"] = account_id
-        return parse_usage(upstream.json("GET", USAGE_PATH, headers=headers), now)
+        return headers
+
+    def read_usage(self, body: object, now: datetime) -> Reading:
+        rate_limit = as_dict(dig(body, "rate_limit"))
+        if rate_limit is None:
+            return poll_reading(now, problems=["no rate_limit object in the usage answer"])
+        windows, problems = _windows_of(rate_limit, now)
+        notes: list[str] = []
+        for extra in as_dicts(dig(body, "additional_rate_limits")):
+            label = as_str(extra.get("limit_name")) or as_str(extra.get("metered_feature"))
+            if label is None:
+                notes.append("an additional rate limit without a name was ignored")
+                continue
+            slug = _SLUG.sub("-", label.lower()).strip("-")
+            extra_windows, extra_problems = _windows_of(
+                extra.get("rate_limit"), now, suffix=f"-{slug}", scope=(f"*{slug}*",)
+            )
+            windows.extend(extra_windows)
+            notes.extend(extra_problems)
+        credits = dig(body, "credits")
+        overage = credits_overage(
+            has_credits=as_bool(dig(credits, "has_credits")),
+            balance=as_float(dig(credits, "balance")),
+            unlimited=as_bool(dig(credits, "unlimited")),
+            limit_reached=as_bool(dig(credits, "overage_limit_reached")),
+        )
+        main = [w for w in windows if not w.scope_models]
+        if not problems and not main:
+            problems = ["no primary or secondary window in the usage answer"]
+        blocked = as_bool(rate_limit.get("limit_reached")) or as_bool(rate_limit.get("allowed")) is False
+        if not problems and blocked and all(w.remaining_pct > 0 for w in main):
+            problems = ["rate_limit says the limit is reached but no window is at 100 %"]
+        return poll_reading(now, windows, problems=problems, notes=[] if problems else notes, overage=overage)
 
     def read_headers(self, headers: Mapping[str, str], now: datetime) -> Reading | None:
         lowered = lower_headers(headers)
@@ -162,30 +146,22 @@ class CodexAdapter(BaseAdapter):
             return None
         return Reading(now, tuple(windows), "headers", observed_overage=overage)
 
-    def classify_failure(
-        self, status: int, headers: Mapping[str, str], body: object, now: datetime
-    ) -> Failure:
-        decoded = decode_body(body)
-        error_type, _, message = error_fields(decoded)
-        if error_type == "usage_limit_reached":
-            spent = [w for w in _header_windows(lower_headers(headers), now) if w.remaining_pct <= 0]
-            error = as_dict(dig(decoded, "error")) or as_dict(decoded) or {}
-            resets_in = as_float(error.get("resets_in_seconds"))
-            reset_at = parse_time(error.get("resets_at"), now=now)
-            if reset_at is not None and reset_at <= now:
-                reset_at = None  # already past: stale, the relative value is the live one
-            if reset_at is None and resets_in is not None:
-                reset_at = now + timedelta(seconds=resets_in)
-            if reset_at is None and spent:
-                reset_at = spent[0].reset_at
-            wait = header_retry_after_s(headers, now)
-            if wait is None and reset_at is not None:
-                wait = max(0.0, (reset_at - now).total_seconds())
-            return Failure(
-                "quota_exhausted",
-                window=spent[0].name if spent else None,
-                reset_at=reset_at,
-                retry_after_s=wait,
-                detail=message or error_type,
-            )
-        return classify_by_status(status, headers, now, detail=message or error_type)
+    def classify(self, reply: ErrorReply) -> Failure:
+        now, detail = reply.now, reply.message or reply.error_type
+        if reply.error_type != "usage_limit_reached":
+            return reply.by_status(detail)
+        spent = [w for w in _header_windows(reply.headers, now) if w.remaining_pct <= 0]
+        error = as_dict(dig(reply.body, "error")) or as_dict(reply.body) or {}
+        resets_in = as_float(error.get("resets_in_seconds"))
+        reset_at = parse_time(error.get("resets_at"), now=now)
+        if reset_at is not None and reset_at <= now:
+            reset_at = None  # already past: stale, the relative value is the live one
+        if reset_at is None and resets_in is not None:
+            reset_at = now + timedelta(seconds=resets_in)
+        if reset_at is None and spent:
+            reset_at = spent[0].reset_at
+        wait = reply.wait_s
+        if wait is None and reset_at is not None:
+            wait = max(0.0, (reset_at - now).total_seconds())
+        window = spent[0].name if spent else None
+        return Failure("quota_exhausted", window=window, reset_at=reset_at, retry_after_s=wait, detail=detail)

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
 
-from ladder.domain.types import Failure, Overage, Reading, Window
-from ladder.providers.base import BaseAdapter, ConnectionRef, Upstream, classify_by_status
+from ladder.domain.types import Failure, Reading, Window
+from ladder.providers.base import BaseAdapter, ConnectionRef, ErrorReply, poll_reading
 from ladder.providers.timeparse import next_utc_boundary, parse_time
-from ladder.providers.values import as_bool, as_dict, as_float, clamp_pct, decode_body, dig, error_fields
+from ladder.providers.values import as_bool, as_dict, as_float, clamp_pct, dig, overage_of, share_pct
 
-USAGE_PATH = "/copilot_internal/user"
 WINDOW = "monthly-premium"
-EDITOR_HEADERS = {
-    "Accept": "application/json",
-    "Editor-Version": "vscode/1.96.2",
-    "Editor-Plugin-Version": "copilot-chat/0.26.7",
-    "User-Agent": "GitHubCopilotChat/0.26.7",
-    "X-Github-Api-Version": "2025-04-01",
-}
 
 
 def _reset_at(body: object, now: datetime) -> datetime | None:
@@ -39,43 +30,10 @@ def _premium_pct(snapshot: dict[str, object]) -> float | str:
     percent = as_float(snapshot.get("percent_remaining"))
     if percent is not None:
         return clamp_pct(percent)
-    if remaining is not None and entitlement is not None and entitlement > 0:
-        return clamp_pct(100.0 * remaining / entitlement)
-    return "premium snapshot without percent_remaining or remaining/entitlement"
-
-
-def _overage(snapshot: dict[str, object]) -> Overage | None:
-    permitted = as_bool(snapshot.get("overage_permitted"))
-    if permitted is None:
-        return None
-    return "meters-to-paid" if permitted else "hard-stop"
-
-
-def parse_user(body: object, now: datetime) -> Reading:
-    """Premium interactions when their snapshot is limited and readable; otherwise (missing,
-    unlimited or a placeholder) the limited chat quota, as CodexBar falls back. Unlimited only when
-    premium interactions are unlimited and no limited chat quota is left to read."""
-    snapshots = as_dict(dig(body, "quota_snapshots")) or {}
-    premium = as_dict(snapshots.get("premium_interactions"))
-    overage = _overage(premium) if premium is not None else None
-    problem = (
-        "no quota_snapshots and no free-plan quota"
-        if not snapshots
-        else "no premium_interactions quota snapshot"
+    counted = share_pct(remaining, entitlement)
+    return (
+        "premium snapshot without percent_remaining or remaining/entitlement" if counted is None else counted
     )
-    if premium is not None and not as_bool(premium.get("unlimited")):
-        pct = _premium_pct(premium)
-        if not isinstance(pct, str):
-            return Reading(
-                now, (Window(WINDOW, pct, _reset_at(body, now)),), "poll", observed_overage=overage
-            )
-        problem = pct
-    windows = _limited_windows(body, snapshots, now)
-    if windows:
-        return Reading(now, tuple(windows), "poll", observed_overage=overage)
-    if premium is not None and as_bool(premium.get("unlimited")):
-        return Reading(now, (), "poll", observed_overage=overage, note="premium interactions are unlimited")
-    return Reading(now, (), "poll", verifiable=False, observed_overage=overage, note=problem)
 
 
 def _limited_windows(body: object, snapshots: dict[str, object], now: datetime) -> list[Window]:
@@ -91,9 +49,9 @@ def _limited_windows(body: object, snapshots: dict[str, object], now: datetime) 
                 windows.setdefault("monthly-chat", Window("monthly-chat", pct, reset_at))
     # Completions (code completion) never carry routed chat, so only the chat quota gates.
     remaining = as_float(dig(body, "limited_user_quotas", "chat"))
-    total = as_float(dig(body, "monthly_quotas", "chat"))
-    if remaining is not None and total is not None and total > 0 and "monthly-chat" not in windows:
-        windows["monthly-chat"] = Window("monthly-chat", clamp_pct(100.0 * remaining / total), reset_at)
+    counted = share_pct(remaining, as_float(dig(body, "monthly_quotas", "chat")))
+    if counted is not None and "monthly-chat" not in windows:
+        windows["monthly-chat"] = Window("monthly-chat", counted, reset_at)
     return list(windows.values())
 
 
@@ -102,26 +60,52 @@ class CopilotAdapter(BaseAdapter):
     provider = "copilot"
     auth_type = "oauth"
     default_base_url = "https://api.github.com"
-    supports_poll = True
+    usage_path = "/copilot_internal/user"
+    usage_headers = {
+        "Accept": "application/json",
+        "Editor-Version": "vscode/1.96.2",
+        "Editor-Plugin-Version": "copilot-chat/0.26.7",
+        "User-Agent": "GitHubCopilotChat/0.26.7",
+        "X-Github-Api-Version": "2025-04-01",
+    }
 
-    def poll(self, upstream: Upstream, connection: ConnectionRef, now: datetime) -> Reading:
+    def auth_headers(self, connection: ConnectionRef) -> dict[str, str]:
         # The GitHub OAuth token, not the short-lived seat token.
-        headers = {"Authorization": f"token {connection.credential}", **EDITOR_HEADERS}
-        return parse_user(upstream.json("GET", USAGE_PATH, headers=headers), now)
+        return {"Authorization": f"token {connection.credential}"}
 
-    def classify_failure(
-        self, status: int, headers: Mapping[str, str], body: object, now: datetime
-    ) -> Failure:
-        decoded = decode_body(body)
-        _, code, message = error_fields(decoded)
-        if status == 402 or code == "quota_exceeded":
-            return Failure("quota_exhausted", window=WINDOW, detail=message or code)
-        if 200 <= status < 300:
+    def read_usage(self, body: object, now: datetime) -> Reading:
+        """Premium interactions when their snapshot is limited and readable; otherwise (missing,
+        unlimited or a placeholder) the limited chat quota, as CodexBar falls back. Unlimited only when
+        premium interactions are unlimited and no limited chat quota is left to read."""
+        snapshots = as_dict(dig(body, "quota_snapshots")) or {}
+        premium = as_dict(snapshots.get("premium_interactions"))
+        overage = overage_of(as_bool(premium.get("overage_permitted"))) if premium is not None else None
+        problem = (
+            "no quota_snapshots and no free-plan quota"
+            if not snapshots
+            else "no premium_interactions quota snapshot"
+        )
+        if premium is not None and not as_bool(premium.get("unlimited")):
+            pct = _premium_pct(premium)
+            if not isinstance(pct, str):
+                return poll_reading(now, [Window(WINDOW, pct, _reset_at(body, now))], overage=overage)
+            problem = pct
+        windows = _limited_windows(body, snapshots, now)
+        if windows:
+            return poll_reading(now, windows, overage=overage)
+        if premium is not None and as_bool(premium.get("unlimited")):
+            return poll_reading(now, notes=["premium interactions are unlimited"], overage=overage)
+        return poll_reading(now, problems=[problem], overage=overage)
+
+    def classify(self, reply: ErrorReply) -> Failure:
+        if reply.status == 402 or reply.code == "quota_exceeded":
+            return Failure("quota_exhausted", window=WINDOW, detail=reply.message or reply.code)
+        if 200 <= reply.status < 300:
             # A quota snapshot handed in as a failure: spent when premium interactions are at 0 %.
-            reading = parse_user(decoded, now)
+            reading = self.read_usage(reply.body, reply.now)
             spent = next((w for w in reading.windows if w.remaining_pct <= 0), None)
             if reading.verifiable and spent is not None:
                 return Failure(
                     "quota_exhausted", window=spent.name, reset_at=spent.reset_at, detail="premium at 0 %"
                 )
-        return classify_by_status(status, headers, now, detail=message or code)
+        return reply.by_status(reply.message or reply.code)

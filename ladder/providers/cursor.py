@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
 
 from ladder.domain.types import Failure, Overage, Reading, Window
-from ladder.providers.base import BaseAdapter, ConnectionRef, Upstream, classify_by_status
+from ladder.providers.base import BaseAdapter, ConnectionRef, ErrorReply, poll_reading
 from ladder.providers.timeparse import parse_time
-from ladder.providers.values import as_bool, as_dict, as_float, clamp_pct, decode_body, dig, error_fields
+from ladder.providers.values import as_bool, as_dict, as_float, clamp_pct, dig
 
-USAGE_PATH = "/api/usage-summary"
 WINDOW = "monthly-plan"
 COOKIE_NAME = "WorkosCursorSessionToken"
 
@@ -44,39 +42,32 @@ def _on_demand_overage(on_demand: object) -> Overage | None:
     return "meters-to-paid" if enabled and (limit is None or limit > 0) else "hard-stop"
 
 
-def parse_usage_summary(body: object, now: datetime) -> Reading:
-    usage = as_dict(dig(body, "individualUsage")) or {}
-    # Enterprise and team seats report ``overall`` instead of ``plan``.
-    plan = as_dict(usage.get("plan")) or as_dict(usage.get("overall"))
-    overage = _on_demand_overage(usage.get("onDemand"))
-    used = None if plan is None else _plan_used_pct(plan)
-    if used is None:
-        note = "no individualUsage.plan percentage or used/limit in the usage summary"
-        return Reading(now, (), "poll", verifiable=False, observed_overage=overage, note=note)
-    window = Window(WINDOW, clamp_pct(100.0 - used), parse_time(dig(body, "billingCycleEnd"), now=now))
-    return Reading(now, (window,), "poll", observed_overage=overage)
-
-
 class CursorAdapter(BaseAdapter):
     kind = "cursor"
     provider = "cursor"
     auth_type = "cookie"
     default_base_url = "https://cursor.com"
-    supports_poll = True
+    usage_path = "/api/usage-summary"
 
-    def poll(self, upstream: Upstream, connection: ConnectionRef, now: datetime) -> Reading:
+    def auth_headers(self, connection: ConnectionRef) -> dict[str, str]:
         # The credential is the cookie value ("<userId>%3A%3A<jwt>") or the whole "name=value" pair.
         cookie = connection.credential.strip()
-        if not cookie.startswith(f"{COOKIE_NAME}="):
-            cookie = f"{COOKIE_NAME}={cookie}"
-        headers = {"Cookie": cookie, "Accept": "application/json"}
-        return parse_usage_summary(upstream.json("GET", USAGE_PATH, headers=headers), now)
+        return {"Cookie": cookie if cookie.startswith(f"{COOKIE_NAME}=") else f"{COOKIE_NAME}={cookie}"}
 
-    def classify_failure(
-        self, status: int, headers: Mapping[str, str], body: object, now: datetime
-    ) -> Failure:
-        _, _, message = error_fields(decode_body(body))
-        if 300 <= status < 400:
+    def read_usage(self, body: object, now: datetime) -> Reading:
+        usage = as_dict(dig(body, "individualUsage")) or {}
+        # Enterprise and team seats report ``overall`` instead of ``plan``.
+        plan = as_dict(usage.get("plan")) or as_dict(usage.get("overall"))
+        overage = _on_demand_overage(usage.get("onDemand"))
+        used = None if plan is None else _plan_used_pct(plan)
+        if used is None:
+            problem = "no individualUsage.plan percentage or used/limit in the usage summary"
+            return poll_reading(now, problems=[problem], overage=overage)
+        window = Window(WINDOW, clamp_pct(100.0 - used), parse_time(dig(body, "billingCycleEnd"), now=now))
+        return poll_reading(now, [window], overage=overage)
+
+    def classify(self, reply: ErrorReply) -> Failure:
+        if 300 <= reply.status < 400:
             # An expired session is redirected to the authenticator.
-            return Failure("auth_failed", detail=f"HTTP {status} redirect: session expired")
-        return classify_by_status(status, headers, now, detail=message)
+            return Failure("auth_failed", detail=f"HTTP {reply.status} redirect: session expired")
+        return reply.by_status(reply.message)

@@ -1,17 +1,26 @@
-"""What Gemini Code Assist and Antigravity share: the Code Assist project and google.rpc errors."""
+"""What Gemini Code Assist and Antigravity share: the Code Assist project, per-model quota windows
+and google.rpc errors."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from typing import ClassVar
 
-from ladder.domain.types import Failure
-from ladder.providers.base import LONG_RETRY_S, ConnectionRef, Unverifiable, Upstream, classify_by_status
+from ladder.domain.types import Failure, Reading, Window
+from ladder.providers.base import (
+    LONG_RETRY_S,
+    BaseAdapter,
+    ConnectionRef,
+    ErrorReply,
+    Unverifiable,
+    Upstream,
+    poll_reading,
+)
 from ladder.providers.timeparse import parse_duration_s, parse_time
-from ladder.providers.values import JsonDict, as_dict, as_dicts, as_str, decode_body, dig
+from ladder.providers.values import JsonDict, as_dict, as_dicts, as_str, clamp_pct, dig
 
-DEFAULT_BASE_URL = "https://cloudcode-pa.googleapis.com"
 LOAD_CODE_ASSIST_PATH = "/v1internal:loadCodeAssist"
 # gemini-cli's wait for a per-minute quota that names no delay.
 PER_MINUTE_S = 60.0
@@ -20,24 +29,53 @@ ACCOUNT_ACTION_REASONS = ("VALIDATION_REQUIRED", "UNSUPPORTED_CLIENT", "INELIGIB
 _RETRY_IN = re.compile(r"retry in ([0-9][0-9.hms]*)", re.IGNORECASE)
 
 
-def code_assist_project(
-    upstream: Upstream, connection: ConnectionRef, headers: Mapping[str, str], metadata: Mapping[str, str]
-) -> str:
-    """The connection's project, else the one ``loadCodeAssist`` assigns.
+class CodeAssistAdapter(BaseAdapter):
+    """A Code Assist kind: its quota call names the account's project; its errors are google.rpc."""
 
-    Never poll without a project: the default view reads 1.0 everywhere.
-    """
-    known = connection.params.get("project")
-    if known:
-        return known
-    body = upstream.json(
-        "POST", LOAD_CODE_ASSIST_PATH, headers=headers, json_body={"metadata": dict(metadata)}
-    )
-    project = dig(body, "cloudaicompanionProject")
-    found = as_str(project) or as_str(dig(project, "id"))
-    if found is None:
-        raise Unverifiable("loadCodeAssist named no cloudaicompanionProject")
-    return found
+    auth_type = "oauth"
+    default_base_url = "https://cloudcode-pa.googleapis.com"
+    usage_method = "POST"
+    usage_headers = {"Content-Type": "application/json"}
+    metadata: ClassVar[Mapping[str, str]]  # the client ``loadCodeAssist`` is told about
+
+    def poll(self, upstream: Upstream, connection: ConnectionRef, now: datetime) -> Reading:
+        """The connection's project, else the one ``loadCodeAssist`` assigns; never poll without
+        one: the default view reads 1.0 everywhere."""
+        headers = {**self.auth_headers(connection), **self.usage_headers}
+        project = connection.params.get("project")
+        if not project:
+            body = upstream.json(
+                "POST", LOAD_CODE_ASSIST_PATH, headers=headers, json_body={"metadata": dict(self.metadata)}
+            )
+            found = dig(body, "cloudaicompanionProject")
+            project = as_str(found) or as_str(dig(found, "id"))
+            if project is None:
+                raise Unverifiable("loadCodeAssist named no cloudaicompanionProject")
+        body = upstream.json("POST", str(self.usage_path), headers=headers, json_body={"project": project})
+        return self.read_usage(body, now)
+
+    def classify(self, reply: ErrorReply) -> Failure:
+        return classify_google_rpc(reply)
+
+
+def model_windows(
+    fractions: Mapping[str, list[tuple[float | None, datetime | None]]], now: datetime, *, empty: str
+) -> Reading:
+    """One window per model, scoped to it: the lowest of its ``(remainingFraction, reset)`` binds. A
+    model with a fraction missing is unknown (never 0) and gets no window; ``empty`` says none came."""
+    windows: list[Window] = []
+    unknown: list[str] = []
+    for model, entries in fractions.items():
+        known = [(fraction, reset_at) for fraction, reset_at in entries if fraction is not None]
+        if len(known) < len(entries):
+            unknown.append(model)
+            continue
+        fraction, reset_at = min(known, key=lambda entry: entry[0])
+        windows.append(Window(model, clamp_pct(100.0 * fraction), reset_at, scope_models=(model,)))
+    notes = [f"no remainingFraction for {', '.join(unknown)}"] if unknown else []
+    if not windows:
+        return poll_reading(now, problems=notes or [empty])
+    return poll_reading(now, windows, notes=notes)
 
 
 def _detail(details: list[JsonDict], type_suffix: str) -> JsonDict:
@@ -64,7 +102,7 @@ def _message_delay_s(message: str) -> float | None:
     return None
 
 
-def classify_google_rpc(status: int, headers: Mapping[str, str], body: object, now: datetime) -> Failure:
+def classify_google_rpc(reply: ErrorReply) -> Failure:
     """gemini-cli's ``classifyGoogleError`` (packages/core/src/utils/googleQuotaErrors.ts), in its order.
 
     | signal | reading |
@@ -84,7 +122,8 @@ def classify_google_rpc(status: int, headers: Mapping[str, str], body: object, n
     after 1h43m56s."), else ``quotaResetDelay``. A 503 MODEL_CAPACITY_EXHAUSTED is the server's
     capacity, not the account's quota: a transient upstream error.
     """
-    error = as_dict(dig(decode_body(body), "error")) or {}
+    status, now = reply.status, reply.now
+    error = as_dict(dig(reply.body, "error")) or {}
     message = as_str(error.get("message")) or ""
     details = as_dicts(error.get("details"))
     info = _detail(details, "google.rpc.ErrorInfo")
@@ -114,7 +153,7 @@ def classify_google_rpc(status: int, headers: Mapping[str, str], body: object, n
     if reason in ACCOUNT_ACTION_REASONS or "IneligibleTier" in message:
         return Failure("auth_failed", detail=detail)
     if status not in QUOTA_STATUSES and not reason:
-        return classify_by_status(status, headers, now, detail=detail)
+        return reply.by_status(detail)
     if reason.startswith("MODEL_CAPACITY"):
         return Failure("upstream_error", window=model, retry_after_s=wait, detail=detail)
     if _LIMIT_ZERO.search(message) or any("perday" in q.lower() or "daily" in q.lower() for q in quota_ids):
@@ -131,6 +170,4 @@ def classify_google_rpc(status: int, headers: Mapping[str, str], body: object, n
         wait = PER_MINUTE_S
     if wait is not None and wait > LONG_RETRY_S:
         return exhausted()
-    if status in QUOTA_STATUSES or reason:
-        return Failure("rate_limited", window=model, retry_after_s=wait, detail=detail)
-    return classify_by_status(status, headers, now, detail=detail)
+    return Failure("rate_limited", window=model, retry_after_s=wait, detail=detail)  # a 429, 499 or a reason

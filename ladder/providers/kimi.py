@@ -15,31 +15,14 @@ Kimi may send the quota 403 for the 5-hour window, so a quota 403 re-reads usage
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 
 from ladder.domain.types import Failure, Reading, Window
-from ladder.providers.base import (
-    BaseAdapter,
-    ConnectionRef,
-    Upstream,
-    classify_by_status,
-    refine_with_reading,
-)
+from ladder.providers.base import BaseAdapter, ErrorReply, poll_reading, refine_with_reading
 from ladder.providers.timeparse import parse_time
-from ladder.providers.values import (
-    as_dicts,
-    as_float,
-    as_str,
-    clamp_pct,
-    decode_body,
-    dig,
-    error_fields,
-    window_name_for_seconds,
-)
+from ladder.providers.values import as_dicts, as_float, as_str, dig, share_pct, window_name_for_seconds
 
-USAGE_PATH = "/coding/v1/usages"
 WEEKLY = "7d"
 RESET_KEYS = ("resetTime", "resetAt", "reset_at", "resets_at")
 _QUOTA_WORDS = re.compile(r"usage limit|quota|limit (?:has been )?reached|billing cycle", re.IGNORECASE)
@@ -53,33 +36,13 @@ def _counts_window(name: str, counts: object, now: datetime) -> Window | None:
     limit = as_float(dig(counts, "limit"))
     remaining = as_float(dig(counts, "remaining"))
     used = as_float(dig(counts, "used"))
-    if limit is None or limit <= 0:
-        return None
-    if used is not None:
+    if limit is not None and used is not None:
         remaining = limit - used if remaining is None else min(remaining, limit - used)
-    if remaining is None:
+    pct = share_pct(remaining, limit)
+    if pct is None:
         return None
     reset_at = next((r for key in RESET_KEYS if (r := parse_time(dig(counts, key), now=now))), None)
-    return Window(name, clamp_pct(100.0 * remaining / limit), reset_at)
-
-
-def parse_usages(body: object, now: datetime) -> Reading:
-    weekly = _counts_window(WEEKLY, dig(body, "usage"), now)
-    windows = [weekly] if weekly else []
-    problems = [] if weekly else ["no weekly usage limit/remaining"]
-    for limit in as_dicts(dig(body, "limits")):
-        duration = as_float(dig(limit, "window", "duration"))
-        unit_s = UNIT_S.get(as_str(dig(limit, "window", "timeUnit")) or "")
-        window = None
-        if duration is not None and unit_s is not None:
-            window = _counts_window(window_name_for_seconds(duration * unit_s), limit.get("detail"), now)
-        if window is None:
-            problems.append("a limits[] entry without a known window length or counts")
-        else:
-            windows.append(window)
-    if problems:
-        return Reading(now, tuple(windows), "poll", verifiable=False, note="; ".join(problems))
-    return Reading(now, tuple(windows), "poll")
+    return Window(name, pct, reset_at)
 
 
 class KimiCodingAdapter(BaseAdapter):
@@ -87,24 +50,34 @@ class KimiCodingAdapter(BaseAdapter):
     provider = "kimi-coding"
     auth_type = "apikey"
     default_base_url = "https://api.kimi.com"
-    supports_poll = True
+    usage_path = "/coding/v1/usages"
 
-    def poll(self, upstream: Upstream, connection: ConnectionRef, now: datetime) -> Reading:
-        headers = {"Authorization": f"Bearer {connection.credential}", "Accept": "application/json"}
-        return parse_usages(upstream.json("GET", USAGE_PATH, headers=headers), now)
+    def read_usage(self, body: object, now: datetime) -> Reading:
+        weekly = _counts_window(WEEKLY, dig(body, "usage"), now)
+        windows = [weekly] if weekly else []
+        problems = [] if weekly else ["no weekly usage limit/remaining"]
+        for limit in as_dicts(dig(body, "limits")):
+            duration = as_float(dig(limit, "window", "duration"))
+            unit_s = UNIT_S.get(as_str(dig(limit, "window", "timeUnit")) or "")
+            window = None
+            if duration is not None and unit_s is not None:
+                window = _counts_window(window_name_for_seconds(duration * unit_s), limit.get("detail"), now)
+            if window is None:
+                problems.append("a limits[] entry without a known window length or counts")
+            else:
+                windows.append(window)
+        return poll_reading(now, windows, problems=problems)
 
-    def classify_failure(
-        self, status: int, headers: Mapping[str, str], body: object, now: datetime
-    ) -> Failure:
-        error_type, _, message = error_fields(decode_body(body))
-        if status == 403 or error_type == "access_terminated_error":
+    def classify(self, reply: ErrorReply) -> Failure:
+        error_type, message = reply.error_type, reply.message
+        if reply.status == 403 or error_type == "access_terminated_error":
             if _QUOTA_WORDS.search(message):
                 # A billing cycle or "the current window" names no window; a usage re-read does.
                 window = WEEKLY if _WEEK_WORDS.search(message) else None
                 return Failure("quota_exhausted", window=window, detail=message)
             if error_type == "access_terminated_error":
                 return Failure("auth_failed", detail=f"{error_type}: {message}")
-        return classify_by_status(status, headers, now, detail=message or error_type)
+        return reply.by_status(message or error_type)
 
     def wants_usage_recheck(self, status: int, failure: Failure) -> bool:
         return status == 403 and failure.classification == "quota_exhausted"

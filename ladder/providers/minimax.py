@@ -10,24 +10,13 @@ entries do not. Model names change with every release; the modalities do not.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from datetime import datetime
 
 from ladder.domain.types import Failure, Reading, Window
-from ladder.providers.base import BaseAdapter, ConnectionRef, FetchError, Upstream, classify_by_status
+from ladder.providers.base import BaseAdapter, ErrorReply, poll_reading
 from ladder.providers.timeparse import parse_time
-from ladder.providers.values import (
-    JsonDict,
-    as_dicts,
-    as_float,
-    as_str,
-    clamp_pct,
-    decode_body,
-    dig,
-    error_fields,
-)
+from ladder.providers.values import JsonDict, as_dicts, as_float, as_str, clamp_pct, dig, share_pct
 
-USAGE_PATH = "/v1/api/openplatform/coding_plan/remains"
 OTHER_MODALITY = re.compile(
     r"image|video|speech|audio|voice|tts|music|hailuo|t2v|i2v|s2v|vision", re.IGNORECASE
 )
@@ -50,34 +39,15 @@ def _window(name: str, entry: JsonDict, prefix: str, end: str, remains: str, now
     """Prefer ``*_remaining_percent`` (may be a string); else usage_count / total_count."""
     pct = as_float(entry.get(f"{prefix}_remaining_percent"))
     if pct is None:
-        total = as_float(entry.get(f"{prefix}_total_count"))
-        remaining = as_float(entry.get(f"{prefix}_usage_count"))
-        if total is None or total <= 0 or remaining is None:
-            return None
-        pct = 100.0 * remaining / total
+        pct = share_pct(
+            as_float(entry.get(f"{prefix}_usage_count")), as_float(entry.get(f"{prefix}_total_count"))
+        )
+    if pct is None:
+        return None
     reset_at = parse_time(entry.get(end), now=now) or parse_time(
         entry.get(remains), now=now, relative=True, relative_unit_s=0.001
     )
     return Window(name, clamp_pct(pct), reset_at)
-
-
-def parse_remains(body: object, now: datetime) -> Reading:
-    entries = as_dicts(dig(body, "model_remains")) or as_dicts(dig(body, "data", "model_remains"))
-    text_models = [e for e in entries if not OTHER_MODALITY.search(as_str(e.get("model_name")) or "")]
-    if not text_models:
-        return Reading(now, (), "poll", verifiable=False, note="no text-model entry in model_remains")
-    windows: list[Window] = []
-    missing: list[str] = []
-    for name, prefix, end, remains in WINDOW_FIELDS:
-        found = [w for e in text_models if (w := _window(name, e, prefix, end, remains, now)) is not None]
-        if found:
-            windows.append(min(found, key=lambda w: w.remaining_pct))
-        elif name == "5h":
-            missing.append(name)
-    if missing:
-        note = f"no {', '.join(missing)} percentage or counts for the text models"
-        return Reading(now, tuple(windows), "poll", verifiable=False, note=note)
-    return Reading(now, tuple(windows), "poll")
 
 
 class MiniMaxAdapter(BaseAdapter):
@@ -85,40 +55,44 @@ class MiniMaxAdapter(BaseAdapter):
     provider = "minimax"
     auth_type = "apikey"
     default_base_url = "https://api.minimax.io"
-    supports_poll = True
+    usage_path = "/v1/api/openplatform/coding_plan/remains"
+    usage_headers = {"Accept": "application/json", "Content-Type": "application/json"}
 
-    def poll(self, upstream: Upstream, connection: ConnectionRef, now: datetime) -> Reading:
-        headers = {
-            "Authorization": f"Bearer {connection.credential}",
-            "Accept": "application/json",
-            "Content-Type": "application/json",
-        }
-        body = upstream.json("GET", USAGE_PATH, headers=headers)
-        code = _status_code(body)
-        if code is not None and code != 0:
-            raise FetchError(self.classify_failure(200, {}, body, now), status=200)
-        return parse_remains(body, now)
+    def error_in_body(self, body: object) -> bool:
+        return _status_code(body) not in (None, 0)
 
-    def classify_failure(
-        self, status: int, headers: Mapping[str, str], body: object, now: datetime
-    ) -> Failure:
-        decoded = decode_body(body)
-        _, _, message = error_fields(decoded)
+    def read_usage(self, body: object, now: datetime) -> Reading:
+        entries = as_dicts(dig(body, "model_remains")) or as_dicts(dig(body, "data", "model_remains"))
+        text_models = [e for e in entries if not OTHER_MODALITY.search(as_str(e.get("model_name")) or "")]
+        if not text_models:
+            return poll_reading(now, problems=["no text-model entry in model_remains"])
+        windows: list[Window] = []
+        for name, prefix, end, remains in WINDOW_FIELDS:
+            found = [w for e in text_models if (w := _window(name, e, prefix, end, remains, now)) is not None]
+            if found:
+                windows.append(min(found, key=lambda w: w.remaining_pct))
+        missing = (
+            [] if any(w.name == "5h" for w in windows) else ["no 5h percentage or counts for the text models"]
+        )
+        return poll_reading(now, windows, problems=missing)
+
+    def classify(self, reply: ErrorReply) -> Failure:
+        message = reply.message
         if EXHAUSTED.search(message):
             lowered = message.lower()
             reset = _RESETS_AT.search(message)
             return Failure(
                 "quota_exhausted",
                 window="5h" if "5-hour" in lowered else ("7d" if "week" in lowered else None),
-                reset_at=parse_time(reset[1], now=now) if reset else None,
+                reset_at=parse_time(reset[1], now=reply.now) if reset else None,
                 detail=message,
             )
-        code = _status_code(decoded)
-        text = as_str(dig(decoded, "base_resp", "status_msg")) or ""
+        code = _status_code(reply.body)
+        text = as_str(dig(reply.body, "base_resp", "status_msg")) or ""
         if code in AUTH_CODES:
             return Failure("auth_failed", detail=f"base_resp {code:g}: {text}")
         if code in RATE_LIMIT_CODES:
             return Failure("rate_limited", detail=f"base_resp {code:g}: {text}")
-        if 200 <= status < 300 and code:
+        if 200 <= reply.status < 300 and code:
             return Failure("upstream_error", detail=f"base_resp {code:g}: {text}")
-        return classify_by_status(status, headers, now, detail=message or text)
+        return reply.by_status(message or text)

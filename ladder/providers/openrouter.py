@@ -6,32 +6,14 @@ Two independent gates: the key cap applies to paid models only (a key limit does
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
 
 from ladder.domain.scopes import globs_not_ending_with
 from ladder.domain.types import Failure, Reading, Window
-from ladder.providers.base import (
-    BaseAdapter,
-    ConnectionRef,
-    Upstream,
-    classify_by_status,
-    header_retry_after_s,
-    throttled,
-)
+from ladder.providers.base import BaseAdapter, ErrorReply, poll_reading, throttled
 from ladder.providers.timeparse import next_utc_boundary, parse_time
-from ladder.providers.values import (
-    as_dict,
-    as_float,
-    as_str,
-    clamp_pct,
-    decode_body,
-    dig,
-    error_fields,
-    lower_headers,
-)
+from ladder.providers.values import as_dict, as_float, as_str, dig, lower_headers, share_pct
 
-KEY_PATH = "/api/v1/key"
 KEY_WINDOW = "key-limit"
 FREE_WINDOW = "daily-requests"
 FREE_SUFFIX = ":free"
@@ -52,7 +34,7 @@ _PERIOD_FIELDS = {
 def parse_key(body: object, now: datetime) -> Reading:
     data = as_dict(dig(body, "data"))
     if data is None:
-        return Reading(now, (), "poll", verifiable=False, note="no data object in the key answer")
+        return poll_reading(now, problems=["no data object in the key answer"])
     windows: list[Window] = []
     problems: list[str] = []
     notes: list[str] = []
@@ -68,21 +50,19 @@ def parse_key(body: object, now: datetime) -> Reading:
             used = as_float(data.get(f"usage_{_PERIOD_FIELDS.get((period or '').lower(), '')}"))
             used = used if used is not None else as_float(data.get("usage"))
             remaining = None if used is None else limit - used
-        if limit is None or limit <= 0 or remaining is None:
+        pct = share_pct(remaining, limit)
+        if pct is None:
             problems.append("key limit without a positive limit and a numeric limit_remaining or usage")
         else:
             reset_at = next_utc_boundary(period, now=now) if period else None
-            windows.append(Window(KEY_WINDOW, clamp_pct(100.0 * remaining / limit), reset_at, PAID_MODELS))
+            windows.append(Window(KEY_WINDOW, pct, reset_at, PAID_MODELS))
     free = data.get("free_model_daily_requests")
-    free_limit, free_remaining = as_float(dig(free, "limit")), as_float(dig(free, "remaining"))
-    if free_limit is not None and free_limit > 0 and free_remaining is not None:
-        pct = clamp_pct(100.0 * free_remaining / free_limit)
-        windows.append(Window(FREE_WINDOW, pct, next_utc_boundary("daily", now=now), FREE_MODELS))
+    free_pct = share_pct(as_float(dig(free, "remaining")), as_float(dig(free, "limit")))
+    if free_pct is not None:
+        windows.append(Window(FREE_WINDOW, free_pct, next_utc_boundary("daily", now=now), FREE_MODELS))
     else:
         notes.append("no free_model_daily_requests: :free models unverified")
-    if problems:
-        return Reading(now, tuple(windows), "poll", verifiable=False, note="; ".join(problems + notes))
-    return Reading(now, tuple(windows), "poll", note="; ".join(notes))
+    return poll_reading(now, windows, problems=problems, notes=notes)
 
 
 class OpenRouterAdapter(BaseAdapter):
@@ -90,33 +70,27 @@ class OpenRouterAdapter(BaseAdapter):
     provider = "openrouter"
     auth_type = "apikey"
     default_base_url = "https://openrouter.ai"
-    supports_poll = True
+    usage_path = "/api/v1/key"
 
-    def poll(self, upstream: Upstream, connection: ConnectionRef, now: datetime) -> Reading:
-        headers = {"Authorization": f"Bearer {connection.credential}", "Accept": "application/json"}
-        return parse_key(upstream.json("GET", KEY_PATH, headers=headers), now)
+    def read_usage(self, body: object, now: datetime) -> Reading:
+        return parse_key(body, now)
 
-    def classify_failure(
-        self, status: int, headers: Mapping[str, str], body: object, now: datetime
-    ) -> Failure:
-        decoded = decode_body(body)
-        _, _, message = error_fields(decoded)
-        metadata = as_dict(dig(decoded, "error", "metadata")) or {}
-        wait = header_retry_after_s(headers, now)
+    def classify(self, reply: ErrorReply) -> Failure:
+        status, message = reply.status, reply.message
+        metadata = as_dict(dig(reply.body, "error", "metadata")) or {}
         if "free-models-per-day" in message:
             relayed = lower_headers(
                 {str(k): str(v) for k, v in (as_dict(metadata.get("headers")) or {}).items()}
             )
-            reset = lower_headers(headers).get("x-ratelimit-reset") or relayed.get("x-ratelimit-reset")
+            reset = reply.headers.get("x-ratelimit-reset") or relayed.get("x-ratelimit-reset")
             return Failure(
                 "quota_exhausted",
                 window=FREE_WINDOW,
-                reset_at=parse_time(reset, now=now) or next_utc_boundary("daily", now=now),
-                retry_after_s=wait,
+                reset_at=parse_time(reset, now=reply.now) or next_utc_boundary("daily", now=reply.now),
+                retry_after_s=reply.wait_s,
                 detail=message,
             )
-        limit_source = as_str(metadata.get("limit_source"))
-        if status == 402 and limit_source == "openrouter_key_limit":
+        if status == 402 and as_str(metadata.get("limit_source")) == "openrouter_key_limit":
             return Failure("quota_exhausted", window=KEY_WINDOW, detail=message)
         if status == 402:
             # openrouter_credits: the balance is spent; a negative balance refuses even :free models.
@@ -124,5 +98,5 @@ class OpenRouterAdapter(BaseAdapter):
         if status == 429:
             # Per-minute free limits and 429s relayed from an upstream provider are transient.
             upstream = as_str(metadata.get("provider_name"))
-            return throttled(wait, detail=f"{message} ({upstream})" if upstream else message)
-        return classify_by_status(status, headers, now, detail=message)
+            return throttled(reply.wait_s, detail=f"{message} ({upstream})" if upstream else message)
+        return reply.by_status(message)

@@ -6,11 +6,8 @@ off and re-probes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import datetime
-
 from ladder.domain.types import Failure
-from ladder.providers.base import BaseAdapter
+from ladder.providers.base import BaseAdapter, ErrorReply
 from ladder.providers.openai_api import classify_openai_style
 
 
@@ -19,7 +16,5 @@ class QwenOAuthAdapter(BaseAdapter):
     provider = "qwen"
     auth_type = "oauth"
 
-    def classify_failure(
-        self, status: int, headers: Mapping[str, str], body: object, now: datetime
-    ) -> Failure:
-        return classify_openai_style(status, headers, body, now)
+    def classify(self, reply: ErrorReply) -> Failure:
+        return classify_openai_style(reply)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from ladder.domain.types import Reading, Window
+from ladder.domain.types import Window
 from ladder.providers.timeparse import next_utc_boundary, parse_time
-from ladder.providers.values import as_float, clamp_pct, lower_headers
+from ladder.providers.values import as_float, clamp_pct
 
 
 @dataclass(frozen=True)
@@ -44,29 +44,7 @@ class HeaderWindow:
         return Window(self.name, pct, reset_at)
 
 
-def read_header_windows(
-    specs: Sequence[HeaderWindow], headers: Mapping[str, str], now: datetime
-) -> Reading | None:
-    """A ``headers`` reading of every window the headers describe; None when they describe none."""
-    lowered = lower_headers(headers)
-    windows = tuple(w for spec in specs if (w := spec.read(lowered, now)) is not None)
-    return Reading(now, windows, "headers") if windows else None
-
-
-def header_window(
-    specs: Sequence[HeaderWindow], name: str, headers: Mapping[str, str], now: datetime
-) -> Window | None:
-    lowered = lower_headers(headers)
-    spec = next((s for s in specs if s.name == name), None)
-    return None if spec is None else spec.read(lowered, now)
-
-
-def x_ratelimit(name: str, suffix: str, *, reset_relative: bool = True) -> HeaderWindow:
+def x_ratelimit(name: str, suffix: str) -> HeaderWindow:
     """The OpenAI-style triple ``x-ratelimit-{limit,remaining,reset}-<suffix>``."""
-    return HeaderWindow(
-        name,
-        limit=f"x-ratelimit-limit-{suffix}",
-        remaining=f"x-ratelimit-remaining-{suffix}",
-        reset=f"x-ratelimit-reset-{suffix}",
-        reset_relative=reset_relative,
-    )
+    limit, remaining, reset = (f"x-ratelimit-{field}-{suffix}" for field in ("limit", "remaining", "reset"))
+    return HeaderWindow(name, limit, remaining, reset)

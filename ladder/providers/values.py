@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from ladder.domain.types import Overage
 from ladder.providers.timeparse import parse_number
 
 JsonDict = dict[str, object]
@@ -29,8 +30,7 @@ def as_str(value: object) -> str | None:
     return None
 
 
-def as_float(value: object) -> float | None:
-    return parse_number(value)
+as_float = parse_number
 
 
 def as_bool(value: object) -> bool | None:
@@ -40,6 +40,13 @@ def as_bool(value: object) -> bool | None:
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
     return None
+
+
+def overage_of(paid_spill: bool | None) -> Overage | None:
+    """An upstream's "extra usage is on" flag as the observed overage; None when it says nothing."""
+    if paid_spill is None:
+        return None
+    return "meters-to-paid" if paid_spill else "hard-stop"
 
 
 def dig(value: object, *keys: str) -> object:
@@ -54,6 +61,13 @@ def dig(value: object, *keys: str) -> object:
 
 def clamp_pct(value: float) -> float:
     return min(100.0, max(0.0, value))
+
+
+def share_pct(part: float | None, whole: float | None) -> float | None:
+    """``100 × part / whole`` within 0..100; None unless both are numbers and ``whole`` is positive."""
+    if part is None or whole is None or whole <= 0:
+        return None
+    return clamp_pct(100.0 * part / whole)
 
 
 def lower_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -95,8 +109,3 @@ def window_name_for_seconds(seconds: float) -> str:
     if whole > 0 and whole % 60 == 0:
         return f"{whole // 60}m"
     return f"{whole}s"
-
-
-def model_family_glob(text: str) -> str:
-    """The scope glob of a model family named in a field (``seven_day_opus``, ``Sonnet``)."""
-    return f"*{text.strip().lower()}*"

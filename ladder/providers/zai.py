@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from ladder.domain.types import Failure, Reading, Window
-from ladder.providers.base import BaseAdapter, ConnectionRef, FetchError, Upstream, classify_by_status
+from ladder.providers.base import BaseAdapter, ErrorReply, poll_reading
 from ladder.providers.timeparse import UTC_PLUS_8, find_time_in_text, parse_time
 from ladder.providers.values import (
     as_bool,
@@ -33,13 +33,11 @@ from ladder.providers.values import (
     as_float,
     as_str,
     clamp_pct,
-    decode_body,
     dig,
-    error_fields,
+    share_pct,
     window_name_for_seconds,
 )
 
-USAGE_PATH = "/api/monitor/usage/quota/limit"
 # Window length = number × unit. Unit 5 is the month of TIME_LIMIT (MCP tool calls), not a model window.
 UNIT_S = {1: 86400, 3: 3600, 4: 86400, 6: 7 * 86400}
 MODEL_LIMIT_TYPES = ("TOKENS_LIMIT", "CREDIT_LIMIT")
@@ -58,44 +56,11 @@ def exhausted_window(message: str) -> str | None:
     return "7d" if _WEEK.search(message) else None
 
 
-def body_error(body: object) -> bool:
-    """``success: false`` or a ``code`` other than 200 inside a 200 answer."""
-    success = as_bool(dig(body, "success"))
-    code = as_float(dig(body, "code"))
-    return success is False or (code is not None and code != 200)
-
-
 def _remaining_pct(limit: Mapping[str, object]) -> float | None:
     """From the counts when present (``usage`` is the total), else 100 − the used ``percentage``."""
-    total, remaining = as_float(limit.get("usage")), as_float(limit.get("remaining"))
-    if total is not None and total > 0 and remaining is not None:
-        return clamp_pct(100.0 * remaining / total)
+    counted = share_pct(as_float(limit.get("remaining")), as_float(limit.get("usage")))
     used = as_float(limit.get("percentage"))
-    return None if used is None else clamp_pct(100.0 - used)
-
-
-def parse_quota_limit(body: object, now: datetime) -> Reading:
-    windows: list[Window] = []
-    problems: list[str] = []
-    for limit in as_dicts(dig(body, "data", "limits")):
-        kind = as_str(limit.get("type"))
-        if kind not in MODEL_LIMIT_TYPES:
-            continue
-        unit, number = as_float(limit.get("unit")), as_float(limit.get("number"))
-        unit_s = UNIT_S.get(int(unit)) if unit is not None else None
-        pct = _remaining_pct(limit)
-        if unit_s is None or number is None or number <= 0 or pct is None:
-            problems.append(f"{kind} with unit {unit}, number {number}: unknown window or no percentage")
-            continue
-        windows.append(
-            Window(
-                window_name_for_seconds(number * unit_s), pct, parse_time(limit.get("nextResetTime"), now=now)
-            )
-        )
-    if problems or not windows:
-        note = "; ".join(problems) or "no TOKENS_LIMIT or CREDIT_LIMIT entry in data.limits"
-        return Reading(now, tuple(windows), "poll", verifiable=False, note=note)
-    return Reading(now, tuple(windows), "poll")
+    return counted if counted is not None or used is None else clamp_pct(100.0 - used)
 
 
 class ZaiAdapter(BaseAdapter):
@@ -103,35 +68,49 @@ class ZaiAdapter(BaseAdapter):
     provider = "zai"
     auth_type = "apikey"
     default_base_url = "https://api.z.ai"
-    supports_poll = True
+    usage_path = "/api/monitor/usage/quota/limit"
 
-    def poll(self, upstream: Upstream, connection: ConnectionRef, now: datetime) -> Reading:
-        headers = {"Authorization": f"Bearer {connection.credential}", "Accept": "application/json"}
-        body = upstream.json("GET", USAGE_PATH, headers=headers)
-        if body_error(body):
-            raise FetchError(self.classify_failure(200, {}, body, now), status=200)
-        return parse_quota_limit(body, now)
+    def error_in_body(self, body: object) -> bool:
+        """``success: false`` or a ``code`` other than 200 inside a 200 answer."""
+        code = as_float(dig(body, "code"))
+        return as_bool(dig(body, "success")) is False or (code is not None and code != 200)
 
-    def classify_failure(
-        self, status: int, headers: Mapping[str, str], body: object, now: datetime
-    ) -> Failure:
-        decoded = decode_body(body)
-        _, code, message = error_fields(decoded)
+    def read_usage(self, body: object, now: datetime) -> Reading:
+        windows: list[Window] = []
+        problems: list[str] = []
+        for limit in as_dicts(dig(body, "data", "limits")):
+            kind = as_str(limit.get("type"))
+            if kind not in MODEL_LIMIT_TYPES:
+                continue
+            unit, number = as_float(limit.get("unit")), as_float(limit.get("number"))
+            unit_s = UNIT_S.get(int(unit)) if unit is not None else None
+            pct = _remaining_pct(limit)
+            if unit_s is None or number is None or number <= 0 or pct is None:
+                problems.append(f"{kind} with unit {unit}, number {number}: unknown window or no percentage")
+                continue
+            reset_at = parse_time(limit.get("nextResetTime"), now=now)
+            windows.append(Window(window_name_for_seconds(number * unit_s), pct, reset_at))
+        if not windows and not problems:
+            problems.append("no TOKENS_LIMIT or CREDIT_LIMIT entry in data.limits")
+        return poll_reading(now, windows, problems=problems)
+
+    def classify(self, reply: ErrorReply) -> Failure:
+        code, message = reply.code, reply.message
         if code in EXHAUSTED_CODES or message.lower().startswith("usage limit reached"):
             return Failure(
                 "quota_exhausted",
                 window=exhausted_window(message),
-                reset_at=find_time_in_text(message, now=now, tz=UTC_PLUS_8),
+                reset_at=find_time_in_text(message, now=reply.now, tz=UTC_PLUS_8),
                 detail=f"{code}: {message}",
             )
         if code in AUTH_CODES:
             return Failure("auth_failed", detail=f"{code}: {message}")
         if code in TRANSIENT_CODES:
             return Failure("rate_limited", detail=f"{code}: {message}")
-        if 200 <= status < 300 and body_error(decoded):
-            in_body = as_float(dig(decoded, "code"))
-            text = as_str(dig(decoded, "msg")) or ""
+        if 200 <= reply.status < 300 and self.error_in_body(reply.body):
+            in_body = as_float(dig(reply.body, "code"))
+            text = as_str(dig(reply.body, "msg")) or ""
             if in_body in (401, 403):
                 return Failure("auth_failed", detail=f"in-body code {in_body:g}: {text}")
             return Failure("upstream_error", detail=f"in-body code {in_body}: {text}")
-        return classify_by_status(status, headers, now, detail=f"{code}: {message}".strip(": "))
+        return reply.by_status(f"{code}: {message}".strip(": "))
