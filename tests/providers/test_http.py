@@ -8,14 +8,8 @@ from dataclasses import replace
 import httpx
 import pytest
 
-from ladder.providers import (
-    ADAPTERS,
-    DEFAULT_TIMEOUT,
-    MAX_BODY_BYTES,
-    ConnectionRef,
-    FetchError,
-    resolve_base_url,
-)
+from ladder.providers import ADAPTERS, DEFAULT_TIMEOUT, ConnectionRef, FetchError
+from ladder.providers.base import MAX_BODY_BYTES, resolve_base_url
 from ladder.providers.claude import ClaudeOAuthAdapter
 from tests.providers.conftest import NOW, FakeUpstream, Route, connection_for, load_fixture
 

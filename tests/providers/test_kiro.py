@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from ladder.domain.types import Reading
-from ladder.providers import classify_with_recheck
+from ladder.providers.base import classify_with_recheck
 from ladder.providers.kiro import KiroAdapter
 from tests.providers.conftest import NOW, FakeUpstream, Route, connection_for, load_fixture
 
