@@ -60,11 +60,8 @@ class FetchError(Exception):
 
 
 class Unverifiable(Exception):
-    """Raised inside a poll when the answer cannot be read; ``fetch`` turns it into a reading."""
-
-    def __init__(self, note: str) -> None:
-        super().__init__(note)
-        self.note = note
+    """Raised inside a poll when the answer cannot be read; ``fetch`` turns it (its note: the
+    message) into a reading."""
 
 
 class ProviderAdapter(Protocol):
@@ -399,7 +396,7 @@ class BaseAdapter:
         try:
             return self.poll(Upstream(self, client, base_url, now), connection, now)
         except Unverifiable as exc:
-            return unverifiable(now, f"{self.kind}: {exc.note}")
+            return unverifiable(now, f"{self.kind}: {exc}")
 
     def poll(self, upstream: Upstream, connection: ConnectionRef, now: datetime) -> Reading:
         """One call to the quota endpoint; an error inside a 2xx body (``error_in_body``) raises."""

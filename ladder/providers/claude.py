@@ -43,10 +43,8 @@ def _family_of(text: str) -> str | None:
 def _family_of_model(label: str) -> str | None:
     """The family of a model a limit names: a known family if it says one, else the first word that
     is neither "claude" nor a version (``claude-fable-5`` and ``Fable`` → ``fable``)."""
-    known = _family_of(label)
-    if known is not None:
-        return known
-    return next((word for word in re.findall(r"[a-z]+", label.lower()) if word not in _NOT_A_FAMILY), None)
+    words = (word for word in re.findall(r"[a-z]+", label.lower()) if word not in _NOT_A_FAMILY)
+    return _family_of(label) or next(words, None)
 
 
 @dataclass(frozen=True)

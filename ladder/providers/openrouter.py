@@ -21,14 +21,8 @@ FREE_MODELS = (f"*{FREE_SUFFIX}",)
 # The key cap's scope; the dashboard shows it as "every model except *:free" (domain.scopes).
 PAID_MODELS = globs_not_ending_with(FREE_SUFFIX)
 # ``limit_reset`` → the usage field that counts that period's spend.
-_PERIOD_FIELDS = {
-    "daily": "daily",
-    "day": "daily",
-    "weekly": "weekly",
-    "week": "weekly",
-    "monthly": "monthly",
-    "month": "monthly",
-}
+_PERIOD_FIELDS = {"day": "daily", "week": "weekly", "month": "monthly"}
+_PERIOD_FIELDS |= {field: field for field in _PERIOD_FIELDS.values()}
 
 
 def parse_key(body: object, now: datetime) -> Reading:

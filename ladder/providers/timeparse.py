@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from email.utils import parsedate_to_datetime
 
 UTC_PLUS_8 = timezone(timedelta(hours=8), "UTC+8")
@@ -29,16 +29,11 @@ _GO_PIECE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 def parse_number(value: object) -> float | None:
     """A finite number from a JSON number or a numeric string; booleans are not numbers."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
-    if isinstance(value, int | float):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            return None
-    else:
+    try:
+        number = float(value)  # a string's surrounding whitespace is ignored
+    except ValueError:
         return None
     return number if math.isfinite(number) else None
 
@@ -98,26 +93,18 @@ def parse_time(
     Cerebras float seconds, MiniMax ``remains_time`` with ``relative_unit_s=0.001``); otherwise bare
     numbers are epoch times. Results outside 2000-2200 are rejected as unit mistakes.
     """
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, datetime):
-        parsed: datetime | None = value if value.tzinfo else value.replace(tzinfo=tz)
-    elif isinstance(value, date):
-        parsed = datetime(value.year, value.month, value.day, tzinfo=tz)
+    number = parse_number(value)
+    if number is not None and relative:
+        seconds = parse_duration_s(number, unit_s=relative_unit_s)
+        parsed = None if seconds is None else now + timedelta(seconds=seconds)
+    elif number is not None:
+        parsed = _from_epoch(number)
+    elif isinstance(value, str) and value.strip():
+        text = value.strip()
+        seconds = parse_duration_s(text) if _GO_DURATION.fullmatch(text) else None
+        parsed = now + timedelta(seconds=seconds) if seconds is not None else _from_text(text, tz)
     else:
-        number = parse_number(value)
-        if number is not None:
-            if relative:
-                seconds = parse_duration_s(number, unit_s=relative_unit_s)
-                parsed = None if seconds is None else now + timedelta(seconds=seconds)
-            else:
-                parsed = _from_epoch(number)
-        elif isinstance(value, str) and value.strip():
-            text = value.strip()
-            seconds = parse_duration_s(text) if _GO_DURATION.fullmatch(text) else None
-            parsed = now + timedelta(seconds=seconds) if seconds is not None else _from_text(text, tz)
-        else:
-            return None
+        return None
     if parsed is None:
         return None
     parsed = parsed.astimezone(UTC)
