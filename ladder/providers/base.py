@@ -65,25 +65,14 @@ class Unverifiable(Exception):
 
 
 class ProviderAdapter(Protocol):
-    """One connection kind: poll its quota, read its passive headers, classify its failures."""
+    """What the services ask of a connection kind: poll its quota, read its passive headers,
+    classify its failures. Every adapter is a ``BaseAdapter``, which the registry hands out."""
 
     @property
     def kind(self) -> str: ...  # the fixture name: "claude-oauth", "codex-chatgpt", …
 
     @property
-    def provider(self) -> str: ...  # the provider id of KINDS.md: "claude", "codex", …
-
-    @property
-    def auth_type(self) -> str: ...
-
-    @property
-    def default_base_url(self) -> str | None: ...
-
-    @property
     def supports_poll(self) -> bool: ...  # False: no quota endpoint, fetch answers unverifiable
-
-    @property
-    def poll_floor_s(self) -> float | None: ...  # seconds its usage endpoint needs between polls
 
     def fetch(
         self,
@@ -101,8 +90,6 @@ class ProviderAdapter(Protocol):
     ) -> Failure: ...
 
     def wants_usage_recheck(self, status: int, failure: Failure) -> bool: ...
-
-    def refine_failure(self, failure: Failure, reading: Reading) -> Failure: ...
 
 
 def is_transient(failure: Failure, status: int | None) -> bool:
@@ -346,12 +333,13 @@ def refine_with_reading(failure: Failure, reading: Reading) -> Failure:
 
 
 class BaseAdapter:
-    """Defaults for every adapter. A kind with a quota endpoint names it (``usage_path``) and reads its
-    answer (``read_usage``); a kind whose answers carry quota headers lists them (``header_windows``);
-    ``classify`` reads its failures, falling back on the status."""
+    """Every adapter: a ``ProviderAdapter`` and what tests and the registry read besides. A kind with
+    a quota endpoint names it (``usage_path``) and reads its answer (``read_usage``); a kind whose
+    answers carry quota headers lists them (``header_windows``); ``classify`` reads its failures,
+    falling back on the status."""
 
-    kind: ClassVar[str]
-    provider: ClassVar[str]
+    kind: ClassVar[str]  # the fixture name: "claude-oauth", "codex-chatgpt", …
+    provider: ClassVar[str]  # the provider id of KINDS.md: "claude", "codex", …
     auth_type: ClassVar[str]
     default_base_url: ClassVar[str | None] = None
     usage_path: ClassVar[str | None] = None  # None: no quota endpoint
@@ -443,7 +431,7 @@ class BaseAdapter:
 
 
 def classify_with_recheck(
-    adapter: ProviderAdapter,
+    adapter: BaseAdapter,
     connection: ConnectionRef,
     client: httpx.Client,
     *,

@@ -58,11 +58,7 @@ def _windows_of(
 
 
 def credits_overage(
-    *,
-    has_credits: bool | None,
-    balance: float | None,
-    unlimited: bool | None,
-    limit_reached: bool | None = None,
+    has_credits: bool | None, balance: float | None, unlimited: bool | None, limit_reached: bool | None = None
 ) -> Overage | None:
     """Purchased credits keep serving past the plan: paid spill when there is a positive balance."""
     if has_credits is None and unlimited is None:

@@ -14,11 +14,9 @@ WINDOW = "monthly-premium"
 
 def _reset_at(body: object, now: datetime) -> datetime | None:
     """The UTC reset field, else the date-only one (UTC midnight), else the next 1st of the month."""
-    for key in ("quota_reset_date_utc", "quota_reset_date", "limited_user_reset_date"):
-        reset_at = parse_time(dig(body, key), now=now)
-        if reset_at is not None:
-            return reset_at
-    return next_utc_boundary("monthly", now=now)
+    keys = ("quota_reset_date_utc", "quota_reset_date", "limited_user_reset_date")
+    found = next((reset_at for key in keys if (reset_at := parse_time(dig(body, key), now=now))), None)
+    return found or next_utc_boundary("monthly", now=now)
 
 
 def _premium_pct(snapshot: dict[str, object]) -> float | str:

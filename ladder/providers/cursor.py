@@ -7,7 +7,7 @@ from datetime import datetime
 from ladder.domain.types import Failure, Overage, Reading, Window
 from ladder.providers.base import BaseAdapter, ConnectionRef, ErrorReply, poll_reading
 from ladder.providers.timeparse import parse_time
-from ladder.providers.values import as_bool, as_dict, as_float, clamp_pct, dig
+from ladder.providers.values import as_bool, as_dict, as_float, clamp_pct, dig, overage_of, share_pct
 
 WINDOW = "monthly-plan"
 COOKIE_NAME = "WorkosCursorSessionToken"
@@ -28,18 +28,13 @@ def _plan_used_pct(plan: dict[str, object]) -> float | None:
     ]
     if pools:
         return sum(pools) / len(pools)
-    used, limit = as_float(plan.get("used")), as_float(plan.get("limit"))
-    if used is not None and limit is not None and limit > 0:
-        return 100.0 * used / limit
-    return None
+    return share_pct(as_float(plan.get("used")), as_float(plan.get("limit")))
 
 
 def _on_demand_overage(on_demand: object) -> Overage | None:
-    enabled = as_bool(dig(on_demand, "enabled"))
-    if enabled is None:
-        return None
-    limit = as_float(dig(on_demand, "limit"))
-    return "meters-to-paid" if enabled and (limit is None or limit > 0) else "hard-stop"
+    """Extra usage is on when on-demand spend is enabled and its limit (if any) is not zero."""
+    enabled, limit = as_bool(dig(on_demand, "enabled")), as_float(dig(on_demand, "limit"))
+    return overage_of(None if enabled is None else enabled and (limit is None or limit > 0))
 
 
 class CursorAdapter(BaseAdapter):

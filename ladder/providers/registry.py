@@ -7,7 +7,7 @@ from types import MappingProxyType
 
 from ladder.providers.anthropic_api import AnthropicApiAdapter
 from ladder.providers.antigravity import AntigravityAdapter
-from ladder.providers.base import ProviderAdapter
+from ladder.providers.base import BaseAdapter
 from ladder.providers.cerebras import CerebrasAdapter
 from ladder.providers.claude import ClaudeOAuthAdapter
 from ladder.providers.codex import CodexAdapter
@@ -25,7 +25,7 @@ from ladder.providers.openrouter import OpenRouterAdapter
 from ladder.providers.qwen import QwenOAuthAdapter
 from ladder.providers.zai import ZaiAdapter
 
-_ALL: tuple[ProviderAdapter, ...] = (
+_ALL: tuple[BaseAdapter, ...] = (
     ClaudeOAuthAdapter(),
     AnthropicApiAdapter(),
     CodexAdapter(),
@@ -47,10 +47,10 @@ _ALL: tuple[ProviderAdapter, ...] = (
 )
 
 # Keyed by connection kind (the fixture name): "claude-oauth", "codex-chatgpt", …
-ADAPTERS: Mapping[str, ProviderAdapter] = MappingProxyType({adapter.kind: adapter for adapter in _ALL})
+ADAPTERS: Mapping[str, BaseAdapter] = MappingProxyType({adapter.kind: adapter for adapter in _ALL})
 
 
-def get_adapter(provider: str, auth_type: str | None = None) -> ProviderAdapter | None:
+def get_adapter(provider: str, auth_type: str | None = None) -> BaseAdapter | None:
     """The adapter of a connection: its provider and (normalised) auth_type. Without an auth_type,
     the provider's adapter when it has exactly one. None when nothing matches: an auth_type no
     adapter knows is not silently served by another kind's endpoint."""
