@@ -101,11 +101,9 @@ def is_transient(failure: Failure, status: int | None) -> bool:
     return False
 
 
-def resolve_base_url(
-    connection_base_url: str | None, override: str | None, default: str | None
-) -> str | None:
+def resolve_base_url(own: str | None, override: str | None, default: str | None) -> str | None:
     """The connection's own base URL, else the settings override, else the adapter default."""
-    for candidate in (connection_base_url, override, default):
+    for candidate in (own, override, default):
         if candidate and candidate.strip():
             return candidate.strip().rstrip("/")
     return None
@@ -129,26 +127,6 @@ def poll_reading(
     return Reading(now, tuple(windows), "poll", verifiable=not problems, observed_overage=overage, note=note)
 
 
-@dataclass(frozen=True)
-class UpstreamResponse:
-    status: int
-    headers: dict[str, str]  # lower-cased names
-    content: bytes
-    truncated: bool
-
-    def body(self) -> object:
-        """The body for failure classification: JSON when it parses, else text, None when empty."""
-        return None if self.truncated or not self.content else decode_body(self.content)
-
-    def json(self, *, max_body_bytes: int) -> object:
-        if self.truncated:
-            raise Unverifiable(f"response body exceeds {max_body_bytes} bytes; not read")
-        try:
-            return json.loads(self.content)
-        except ValueError as exc:
-            raise Unverifiable(f"malformed JSON in the response: {exc}") from exc
-
-
 class Upstream:
     """The HTTP calls of one poll: one base URL, explicit timeouts, capped bodies, typed failures."""
 
@@ -158,9 +136,11 @@ class Upstream:
         self.base_url = base_url
         self.now = now
 
-    def send(
+    def json(
         self, method: str, path: str, *, headers: Mapping[str, str], json_body: object | None = None
-    ) -> UpstreamResponse:
+    ) -> object:
+        """The decoded JSON of a 2xx answer; FetchError for any other status and when the call fails,
+        Unverifiable when the answer cannot be read."""
         cap = self.adapter.max_body_bytes
         try:
             with self.client.stream(
@@ -172,9 +152,6 @@ class Upstream:
                 follow_redirects=False,
             ) as response:
                 content, truncated = _read_capped(response, cap)
-                return UpstreamResponse(
-                    response.status_code, lower_headers(response.headers), content, truncated
-                )
         except httpx.TimeoutException as exc:
             failure = Failure("upstream_error", detail=f"timeout calling {path}: {type(exc).__name__}")
             raise FetchError(failure, transient=True) from exc
@@ -184,18 +161,17 @@ class Upstream:
                 "upstream_error", detail=f"transport error calling {path}: {_transport_summary(exc)}"
             )
             raise FetchError(failure, transient=True) from exc
-
-    def json(
-        self, method: str, path: str, *, headers: Mapping[str, str], json_body: object | None = None
-    ) -> object:
-        """The decoded JSON of a 2xx answer; FetchError for any other status, Unverifiable if unreadable."""
-        response = self.send(method, path, headers=headers, json_body=json_body)
-        if not 200 <= response.status < 300:
-            failure = self.adapter.classify_failure(
-                response.status, response.headers, response.body(), self.now
-            )
-            raise FetchError(failure, status=response.status)
-        return response.json(max_body_bytes=self.adapter.max_body_bytes)
+        if not 200 <= response.status_code < 300:
+            # The body for classification: JSON when it parses, else text, None when empty or too big.
+            body = None if truncated or not content else decode_body(content)
+            failure = self.adapter.classify_failure(response.status_code, response.headers, body, self.now)
+            raise FetchError(failure, status=response.status_code)
+        if truncated:
+            raise Unverifiable(f"response body exceeds {cap} bytes; not read")
+        try:
+            return json.loads(content)
+        except ValueError as exc:
+            raise Unverifiable(f"malformed JSON in the response: {exc}") from exc
 
 
 def _read_capped(response: httpx.Response, cap: int) -> tuple[bytes, bool]:
