@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar, Protocol
 
@@ -282,32 +282,6 @@ def spent_failure(
     )
 
 
-def refine_with_reading(failure: Failure, reading: Reading) -> Failure:
-    """A failure made precise by a usage re-read: a spent window names the exhaustion and its reset.
-
-    Several spent windows: the one with the latest reset (when the connection can serve again).
-    No spent window: an exhaustion that already names a window takes that window's reset.
-    """
-    if not reading.verifiable or failure.classification not in ("quota_exhausted", "rate_limited"):
-        return failure
-    spent = [SpentWindow(w.name, w.reset_at) for w in reading.windows if w.remaining_pct <= 0]
-    if spent:
-        found = spent_failure(spent, reading.fetched_at, detail="", retry_after_s=failure.retry_after_s)
-        detail = f"{failure.detail}; usage re-read: window {found.window} spent".lstrip("; ")
-        return replace(found, detail=detail)
-    if failure.classification == "quota_exhausted" and failure.window and failure.reset_at is None:
-        named = next((w for w in reading.windows if w.name == failure.window), None)
-        if named is not None and named.reset_at is not None:
-            return Failure(
-                "quota_exhausted",
-                window=failure.window,
-                reset_at=named.reset_at,
-                retry_after_s=failure.retry_after_s,
-                detail=failure.detail,
-            )
-    return failure
-
-
 class BaseAdapter:
     """Every adapter: a ``ProviderAdapter`` and what tests and the registry read besides. A kind with
     a quota endpoint names it (``usage_path``) and reads its answer (``read_usage``); a kind whose
@@ -401,29 +375,3 @@ class BaseAdapter:
 
     def wants_usage_recheck(self, status: int, failure: Failure) -> bool:
         return False
-
-    def refine_failure(self, failure: Failure, reading: Reading) -> Failure:
-        return refine_with_reading(failure, reading)
-
-
-def classify_with_recheck(
-    adapter: BaseAdapter,
-    connection: ConnectionRef,
-    client: httpx.Client,
-    *,
-    status: int,
-    headers: Mapping[str, str],
-    body: object,
-    now: datetime,
-    base_url_override: str | None = None,
-) -> tuple[Failure, Reading | None]:
-    """Classify a failure and, where the adapter asks (Kiro's ambiguous 429, Kimi's 403), re-read the
-    usage endpoint to make it precise. Returns the failure and the fresh reading, if one was taken."""
-    failure = adapter.classify_failure(status, headers, body, now)
-    if not adapter.wants_usage_recheck(status, failure):
-        return failure, None
-    try:
-        reading = adapter.fetch(connection, client, now, base_url_override=base_url_override)
-    except FetchError:
-        return failure, None
-    return adapter.refine_failure(failure, reading), reading

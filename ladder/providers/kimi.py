@@ -15,11 +15,10 @@ Kimi may send the quota 403 for the 5-hour window, so a quota 403 re-reads usage
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from datetime import datetime
 
 from ladder.domain.types import Failure, Reading, Window
-from ladder.providers.base import BaseAdapter, ErrorReply, poll_reading, refine_with_reading
+from ladder.providers.base import BaseAdapter, ErrorReply, poll_reading
 from ladder.providers.timeparse import parse_time
 from ladder.providers.values import as_dicts, as_float, as_str, dig, share_pct, window_name_for_seconds
 
@@ -81,19 +80,3 @@ class KimiCodingAdapter(BaseAdapter):
 
     def wants_usage_recheck(self, status: int, failure: Failure) -> bool:
         return status == 403 and failure.classification == "quota_exhausted"
-
-    def refine_failure(self, failure: Failure, reading: Reading) -> Failure:
-        """A spent window names the exhaustion; if the weekly quota visibly remains, the 403 was the
-        5-hour window: bench only until its reset (OmniRoute's rule)."""
-        if not reading.verifiable or failure.classification != "quota_exhausted":
-            return failure
-        if any(w.remaining_pct <= 0 for w in reading.windows):
-            return refine_with_reading(failure, reading)
-        weekly = next((w for w in reading.windows if w.name == WEEKLY), None)
-        short = min(
-            (w for w in reading.windows if w.name != WEEKLY), key=lambda w: w.remaining_pct, default=None
-        )
-        if weekly is not None and weekly.remaining_pct > 0 and short is not None:
-            detail = f"{failure.detail}; weekly quota remains, benched until the {short.name} reset"
-            return replace(failure, window=short.name, reset_at=short.reset_at, detail=detail)
-        return refine_with_reading(failure, reading)

@@ -8,7 +8,6 @@ import httpx
 import pytest
 
 from ladder.domain.types import Reading, Window
-from ladder.providers.base import classify_with_recheck
 from ladder.providers.kimi import KimiCodingAdapter
 from tests.providers.conftest import NOW, FakeUpstream, Route, connection_for, load_fixture
 
@@ -69,88 +68,6 @@ def test_it_gives_an_unverifiable_reading_for_missing_or_renamed_fields(
     assert reading.note
 
 
-def test_it_benches_a_weekly_403_only_until_the_five_hour_reset_when_weekly_quota_remains(
-    upstream: FakeUpstream, client: httpx.Client
-) -> None:
-    upstream.replay(FIXTURE)
-    case = FIXTURE["errors"]["weekly_exhausted"]
-
-    failure, reading = classify_with_recheck(
-        adapter,
-        connection_for(upstream, "kimi-coding"),
-        client,
-        status=403,
-        headers=case["headers"],
-        body=case["body"],
-        now=NOW,
-    )
-
-    assert reading is not None
-    assert (failure.classification, failure.window, failure.reset_at) == (
-        "quota_exhausted",
-        "5h",
-        FIVE_H_RESET,
-    )
-
-
-def test_it_keeps_a_weekly_403_weekly_when_the_reread_shows_it_spent(
-    upstream: FakeUpstream, client: httpx.Client
-) -> None:
-    body = usages_body()
-    body["usage"].update(used="2048", remaining="0")
-    upstream.serve("GET", USAGE, Route(body=body))
-    case = FIXTURE["errors"]["weekly_exhausted"]
-
-    failure, _ = classify_with_recheck(
-        adapter,
-        connection_for(upstream, "kimi-coding"),
-        client,
-        status=403,
-        headers=case["headers"],
-        body=case["body"],
-        now=NOW,
-    )
-
-    assert (failure.classification, failure.window, failure.reset_at) == ("quota_exhausted", "7d", WEEK_RESET)
-
-
-def test_it_leaves_a_billing_cycle_403_without_a_reset_when_usage_cannot_be_read(
-    upstream: FakeUpstream, client: httpx.Client
-) -> None:
-    upstream.serve("GET", USAGE, Route(status=503))
-    case = FIXTURE["errors"]["cycle_exhausted_anthropic_shape"]
-
-    failure, reading = classify_with_recheck(
-        adapter,
-        connection_for(upstream, "kimi-coding"),
-        client,
-        status=403,
-        headers=case["headers"],
-        body=case["body"],
-        now=NOW,
-    )
-
-    assert reading is None
-    assert (failure.classification, failure.reset_at) == ("quota_exhausted", None)
-
-
-def test_it_does_not_reread_for_a_transient_429(upstream: FakeUpstream, client: httpx.Client) -> None:
-    case = FIXTURE["errors"]["transient_rate_limit"]
-
-    failure, reading = classify_with_recheck(
-        adapter,
-        connection_for(upstream, "kimi-coding"),
-        client,
-        status=429,
-        headers=case["headers"],
-        body=case["body"],
-        now=NOW,
-    )
-
-    assert (failure.classification, reading) == ("rate_limited", None)
-    assert upstream.requests == []
-
-
 def test_it_classifies_a_403_without_a_usage_message_as_an_auth_failure() -> None:
     failure = adapter.classify_failure(403, {}, {"error": {"type": "invalid_authentication_error"}}, NOW)
 
@@ -164,3 +81,15 @@ def test_it_reads_used_past_the_limit_as_none_left(upstream: FakeUpstream, clien
 
     assert reading.verifiable
     assert reading.windows[0].remaining_pct == 0.0
+
+
+def test_it_asks_for_a_usage_reread_after_an_exhaustion_403_only() -> None:
+    exhausted = FIXTURE["errors"]["weekly_exhausted"]
+    transient = FIXTURE["errors"]["transient_rate_limit"]
+
+    weekly = adapter.classify_failure(403, exhausted["headers"], exhausted["body"], NOW)
+    throttled = adapter.classify_failure(429, transient["headers"], transient["body"], NOW)
+
+    assert weekly.classification == "quota_exhausted"
+    assert adapter.wants_usage_recheck(403, weekly)
+    assert not adapter.wants_usage_recheck(429, throttled)

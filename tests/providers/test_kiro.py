@@ -8,7 +8,6 @@ import httpx
 import pytest
 
 from ladder.domain.types import Reading
-from ladder.providers.base import classify_with_recheck
 from ladder.providers.kiro import KiroAdapter
 from tests.providers.conftest import NOW, FakeUpstream, Route, connection_for, load_fixture
 
@@ -90,77 +89,14 @@ def test_it_gives_an_unverifiable_reading_for_missing_credit_fields(
     assert reading.windows == ()
 
 
-def test_it_rereads_usage_on_a_429_and_keeps_it_transient_when_credits_remain(
-    upstream: FakeUpstream, client: httpx.Client
-) -> None:
-    upstream.replay(FIXTURE)
-    case = FIXTURE["errors"]["too_many_requests_ambiguous"]
+def test_it_asks_for_a_usage_reread_after_an_ambiguous_429_only() -> None:
+    ambiguous = FIXTURE["errors"]["too_many_requests_ambiguous"]
+    explicit = FIXTURE["errors"]["monthly_limit_reached"]
 
-    failure, reading = classify_with_recheck(
-        adapter,
-        connection_for(upstream, "kiro"),
-        client,
-        status=429,
-        headers=case["headers"],
-        body=case["body"],
-        now=NOW,
-    )
+    throttled = adapter.classify_failure(429, ambiguous["headers"], ambiguous["body"], NOW)
+    spent = adapter.classify_failure(402, explicit["headers"], explicit["body"], NOW)
 
-    assert failure.classification == "rate_limited"
-    assert reading is not None
-    assert reading.windows[0].remaining_pct > 0
-    assert len(upstream.calls_to("/")) == 1
-
-
-def test_it_rereads_usage_on_a_429_and_finds_hidden_exhaustion(
-    upstream: FakeUpstream, client: httpx.Client
-) -> None:
-    body = limits_body()
-    body["usageBreakdownList"][0]["currentUsageWithPrecision"] = 1000.0
-    upstream.serve("POST", "/", Route(body=body))
-    case = FIXTURE["errors"]["too_many_requests_ambiguous"]
-
-    failure, _ = classify_with_recheck(
-        adapter,
-        connection_for(upstream, "kiro"),
-        client,
-        status=429,
-        headers=case["headers"],
-        body=case["body"],
-        now=NOW,
-    )
-
-    assert (failure.classification, failure.window, failure.reset_at) == (
-        "quota_exhausted",
-        "monthly-credits",
-        OCT_1,
-    )
-
-
-def test_it_keeps_the_classification_when_the_reread_fails(
-    upstream: FakeUpstream, client: httpx.Client
-) -> None:
-    upstream.serve("POST", "/", Route(status=500))
-
-    failure, reading = classify_with_recheck(
-        adapter, connection_for(upstream, "kiro"), client, status=429, headers={}, body=None, now=NOW
-    )
-
-    assert (failure.classification, reading) == ("rate_limited", None)
-
-
-def test_it_does_not_reread_for_an_explicit_exhaustion(upstream: FakeUpstream, client: httpx.Client) -> None:
-    case = FIXTURE["errors"]["monthly_limit_reached"]
-
-    failure, reading = classify_with_recheck(
-        adapter,
-        connection_for(upstream, "kiro"),
-        client,
-        status=402,
-        headers=case["headers"],
-        body=case["body"],
-        now=NOW,
-    )
-
-    assert (failure.classification, reading) == ("quota_exhausted", None)
-    assert upstream.requests == []
+    assert throttled.classification == "rate_limited"
+    assert adapter.wants_usage_recheck(429, throttled)
+    assert spent.classification == "quota_exhausted"
+    assert not adapter.wants_usage_recheck(402, spent)
