@@ -221,22 +221,14 @@ def _ms(seconds: float) -> int:
 
 
 def _claim(delivery_pk: int, owner: str, hold_s: float) -> bool:
-    try:
+    with hotstate.tolerated():
         return bool(hotstate.client().eval(_CLAIM_SCRIPT, 1, owner_key(delivery_pk), owner, _ms(hold_s)))
-    except hotstate.HotStateUnavailable:
-        return True
-    except (redis.RedisError, OSError) as exc:
-        hotstate.mark_down(exc)
-        return True
+    return True  # Redis unavailable: at least once wins over at most once
 
 
 def _release(delivery_pk: int, owner: str) -> None:
-    try:
+    with hotstate.tolerated():
         hotstate.client().eval(_RELEASE_SCRIPT, 1, owner_key(delivery_pk), owner)
-    except hotstate.HotStateUnavailable:
-        pass
-    except (redis.RedisError, OSError) as exc:
-        hotstate.mark_down(exc)
 
 
 # --- one attempt ---------------------------------------------------------------------------------
@@ -328,12 +320,10 @@ def deliveries_sweep(*, now: datetime) -> int:
     """Queue again the pending deliveries that no message owns (their task was lost), older than one
     sweep period (younger ones may still be waiting for their transaction's commit). Returns how
     many were queued; 0 when Redis cannot say who owns what."""
-    try:
-        hotstate.client().ping()
-    except hotstate.HotStateUnavailable:
-        return 0
-    except (redis.RedisError, OSError) as exc:
-        hotstate.mark_down(exc)
+    reachable = False
+    with hotstate.tolerated():
+        reachable = bool(hotstate.client().ping())
+    if not reachable:
         return 0
     settled = now - timedelta(seconds=float(settings.LADDER_ALERT_SWEEP_S))
     pks = list(

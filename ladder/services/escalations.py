@@ -102,17 +102,13 @@ def _swap(auto_id: str, rung: Rung | None, counter_field: str) -> str | None:
         recheck_s,
         counter_field,
     ]
-    try:
+    previous = None
+    with hotstate.tolerated():
         client = hotstate.client()
         try:
             previous = client.evalsha(_SCRIPT_SHA, 2, *keys_and_args)
         except redis.exceptions.NoScriptError:
             previous = client.eval(_SCRIPT, 2, *keys_and_args)  # loads it for the next calls
-    except hotstate.HotStateUnavailable:
-        return None
-    except (redis.RedisError, OSError) as exc:
-        hotstate.mark_down(exc)
-        return None
     if previous is None:
         return None
     return previous.decode() if isinstance(previous, bytes) else str(previous)

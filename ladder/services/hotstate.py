@@ -13,9 +13,12 @@ Keys (``LADDER_HOTSTATE_PREFIX``, default ``ladder:hot``) are named by the modul
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from datetime import datetime
 
+import redis
 from django.utils import timezone
 
 from ladder import models as m
@@ -47,3 +50,15 @@ def beat_record(*, now: datetime | None = None) -> datetime:
     now = now or timezone.now()
     m.Heartbeat.objects.update_or_create(pk=BEAT_HEARTBEAT, defaults={"last_at": now})
     return now
+
+
+@contextlib.contextmanager
+def tolerated() -> Iterator[None]:
+    """Do without Redis: a failure (recorded, so that Redis is left alone for a while) or a recent
+    outage ends the block quietly, and the caller carries on with its answer for "unknown"."""
+    try:
+        yield
+    except HotStateUnavailable:
+        pass
+    except (redis.RedisError, OSError) as exc:
+        mark_down(exc)

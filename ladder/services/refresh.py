@@ -857,22 +857,13 @@ def refresh_is_pending(*, connection_id: str) -> bool:
     """Whether a requested refresh of this connection is queued or running (its dedupe key is set
     until the task finishes, or for ``LADDER_REFRESH_REQUEST_DEDUPE_S`` at most). False when Redis
     is unavailable: nothing can be known to be pending then."""
-    try:
+    with hotstate.tolerated():
         return bool(hotstate.client().exists(refresh_pending_key(connection_id)))
-    except hotstate.HotStateUnavailable:
-        return False
-    except (redis.RedisError, OSError) as exc:
-        hotstate.mark_down(exc)
-        return False
+    return False
 
 
 def refresh_pending_clear(connection_ids: Iterable[str]) -> None:
     keys = [refresh_pending_key(cid) for cid in connection_ids]
-    if not keys:
-        return
-    try:
-        hotstate.client().delete(*keys)
-    except hotstate.HotStateUnavailable:
-        pass
-    except (redis.RedisError, OSError) as exc:
-        hotstate.mark_down(exc)
+    with hotstate.tolerated():
+        if keys:
+            hotstate.client().delete(*keys)

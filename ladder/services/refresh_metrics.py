@@ -22,8 +22,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import redis
-
 from ladder.selectors.hotstate import (
     DURATION_BUCKETS_S,
     FAILURE_OUTCOMES,
@@ -69,16 +67,12 @@ def refresh_metrics_record(records: Iterable[PollRecord]) -> bool:
     if not counts:
         return True
     key = refresh_metrics_key()
-    try:
+    with hotstate.tolerated():
         pipe = hotstate.client().pipeline(transaction=True)
         for name, value in counts.items():
             pipe.hincrby(key, name, value)
         for name, total in seconds.items():
             pipe.hincrbyfloat(key, name, total)
         pipe.execute()
-    except hotstate.HotStateUnavailable:
-        return False
-    except (redis.RedisError, OSError) as exc:
-        hotstate.mark_down(exc)
-        return False
-    return True
+        return True
+    return False
