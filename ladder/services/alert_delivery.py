@@ -31,7 +31,6 @@ from functools import partial
 from typing import Any
 
 import msgspec
-import redis
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -39,7 +38,7 @@ from django.db.models import F
 from ladder import models as m
 from ladder.contract.alerts import AlertNotification, AlertRuleRef
 from ladder.domain.timefmt import format_utc, format_utc_or_none
-from ladder.services import hotstate
+from ladder.services import enqueue, hotstate
 from ladder.services.alert_senders import DeliveryError, Target, scrub, send
 
 logger = logging.getLogger(__name__)
@@ -55,11 +54,6 @@ if (not held) or held == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   return 1
 end
-return 0
-"""
-# Let the key go only when it is ours.
-_RELEASE_SCRIPT = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
 
@@ -185,50 +179,30 @@ def owner_key(delivery_pk: int) -> str:
 
 
 def deliveries_queue(delivery_pks: Iterable[int], *, countdown_s: float = 0.0) -> list[int]:
-    """Queue a task for each delivery that no message owns yet; returns the pks queued. Never raises:
-    a broker or Redis fault is logged and left to the sweep."""
-    queued: list[int] = []
-    ttl_ms = _ms(countdown_s + float(settings.LADDER_ALERT_QUEUED_S))
-    for pk in delivery_pks:
-        task_id = str(uuid.uuid4())
-        try:
-            if not hotstate.client().set(owner_key(pk), task_id, nx=True, px=ttl_ms):
-                continue  # a message owns it already
-        except hotstate.HotStateUnavailable:
-            pass
-        except (redis.RedisError, OSError) as exc:
-            hotstate.mark_down(exc)
-        if _send_task(pk, task_id=task_id, countdown_s=countdown_s):
-            queued.append(pk)
-    return queued
-
-
-def _send_task(delivery_pk: int, *, task_id: str, countdown_s: float) -> bool:
-    from ladder.tasks import deliver_alert  # tasks import services; enqueue lazily
-
-    try:
-        deliver_alert.apply_async(
-            args=[delivery_pk], task_id=task_id, countdown=countdown_s or None, retry=False
-        )
-    except Exception as exc:  # the broker is down: the sweep queues it again
-        logger.warning("alert delivery %s not queued: %s", delivery_pk, exc)
-        return False
-    return True
-
-
-def _ms(seconds: float) -> int:
-    return max(1, int(seconds * 1000))
+    """Queue a task for each delivery that no message owns yet, sent when the current transaction
+    commits; returns the pks queued. Never raises: a broker or Redis fault is logged and left to the
+    sweep (Redis unavailable: queued anyway, at least once)."""
+    return enqueue.enqueue_once(
+        "ladder.tasks.deliver_alert",
+        {owner_key(pk): pk for pk in delivery_pks},
+        ttl_s=countdown_s + float(settings.LADDER_ALERT_QUEUED_S),
+        countdown_s=countdown_s,
+        send_without_redis=True,
+    )
 
 
 def _claim(delivery_pk: int, owner: str, hold_s: float) -> bool:
     with hotstate.tolerated():
-        return bool(hotstate.client().eval(_CLAIM_SCRIPT, 1, owner_key(delivery_pk), owner, _ms(hold_s)))
+        return bool(
+            hotstate.client().eval(
+                _CLAIM_SCRIPT, 1, owner_key(delivery_pk), owner, max(1, int(hold_s * 1000))
+            )
+        )
     return True  # Redis unavailable: at least once wins over at most once
 
 
 def _release(delivery_pk: int, owner: str) -> None:
-    with hotstate.tolerated():
-        hotstate.client().eval(_RELEASE_SCRIPT, 1, owner_key(delivery_pk), owner)
+    enqueue.keys_release([owner_key(delivery_pk)], owner=owner)
 
 
 # --- one attempt ---------------------------------------------------------------------------------
@@ -293,7 +267,7 @@ def delivery_attempt(*, delivery_pk: int, owner: str, now: datetime, lease_s: fl
     # The next attempt is this owner's message again (the same task id), due in delay_s; lost, the
     # key lapses and the sweep queues the delivery under a new owner.
     _claim(delivery_pk, owner, delay_s + float(settings.LADDER_ALERT_QUEUED_S))
-    _send_task(delivery_pk, task_id=owner, countdown_s=delay_s)
+    enqueue.task_send("ladder.tasks.deliver_alert", args=[delivery_pk], task_id=owner, countdown_s=delay_s)
     logger.info(
         "alert delivery %s to %s: attempt %d failed (%s), again in %.1f s",
         delivery.delivery_id,

@@ -47,12 +47,10 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any
 
 import httpx
 import msgspec
-import redis
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import DatabaseError, transaction
@@ -70,6 +68,7 @@ from ladder.security.logredact import strip_secrets
 from ladder.selectors.connections import connection_poll_floor_s
 from ladder.services import credentials, hotstate
 from ladder.services.credentials import credential_refresh
+from ladder.services.enqueue import enqueue_once
 from ladder.services.readings import ClaimLost, configuration_load, log_reset_clamps, reading_store
 from ladder.services.refresh_metrics import PollRecord, refresh_metrics_record
 from ladder.services.state import bump_live_version, bump_state_version
@@ -815,42 +814,17 @@ def refresh_pending_key(connection_id: str) -> str:
 
 
 def refresh_request(*, connection_ids: Iterable[str]) -> list[str]:
-    """Queue an immediate refresh of these connections (a resolution's ``refresh`` list).
+    """Queue an immediate refresh of these connections (a resolution's ``refresh`` list): one
+    ``ladder.tasks.refresh_connections`` message, sent when the current transaction commits.
 
     Deduplicated: a connection already queued within ``LADDER_REFRESH_REQUEST_DEDUPE_S`` is not
-    queued again (Redis ``SET NX`` with that TTL). The task is sent when the current transaction
-    commits. Never raises: with Redis down nothing is queued (logged; the beat fan-out still polls
-    the connection when due). Returns the ids queued."""
+    queued again (its pending key, ``SET NX`` with that TTL). Never raises: with Redis down nothing is
+    queued (logged; the beat fan-out still polls the connection when due); a broker that refuses the
+    message clears the keys. Returns the ids queued."""
     ids = [cid for cid in dict.fromkeys(connection_ids) if isinstance(cid, str) and cid]
-    if not ids:
-        return []
     ttl_s = max(1, int(settings.LADDER_REFRESH_REQUEST_DEDUPE_S))
-    try:
-        pipe = hotstate.client().pipeline(transaction=False)
-        for cid in ids:
-            pipe.set(refresh_pending_key(cid), "1", nx=True, ex=ttl_s)
-        answers = pipe.execute()
-    except hotstate.HotStateUnavailable as exc:
-        logger.warning("refresh request for %d connections skipped: %s", len(ids), exc)
-        return []
-    except (redis.RedisError, OSError) as exc:
-        hotstate.mark_down(exc)
-        logger.warning("refresh request for %d connections skipped: Redis unavailable (%s)", len(ids), exc)
-        return []
-    queued = [cid for cid, answer in zip(ids, answers, strict=True) if answer]
-    if queued:
-        transaction.on_commit(partial(_enqueue_refresh, queued))
-    return queued
-
-
-def _enqueue_refresh(connection_ids: list[str]) -> None:
-    from ladder.tasks import refresh_connections  # tasks import services; enqueue lazily
-
-    try:
-        refresh_connections.apply_async(args=[connection_ids], retry=False)
-    except Exception as exc:  # the broker is down: never fail the resolution that asked
-        logger.warning("refresh request for %s not queued: %s", ", ".join(connection_ids), exc)
-        refresh_pending_clear(connection_ids)
+    keys = {refresh_pending_key(cid): cid for cid in ids}
+    return enqueue_once("ladder.tasks.refresh_connections", keys, ttl_s=ttl_s, batch=True)
 
 
 def refresh_is_pending(*, connection_id: str) -> bool:

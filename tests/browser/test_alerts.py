@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -16,7 +17,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from ladder import models as m
-from ladder.services import alert_delivery
+from ladder.services import alert_delivery, enqueue
 from tests.alert_receivers import WebhookReceiver
 from tests.browser.conftest import wait
 from tests.dashboard.factories import PASSWORD, user_create
@@ -35,11 +36,11 @@ def worker(monkeypatch: pytest.MonkeyPatch, hot: redis.Redis) -> None:
     """Each queued delivery is attempted at once, in the process that queued it, as its Celery task
     would (same owner, same service call): no broker and no worker process needed."""
 
-    def attempt_now(pk: int, *, task_id: str, countdown_s: float) -> bool:
-        alert_delivery.delivery_attempt(delivery_pk=pk, owner=task_id, now=timezone.now(), lease_s=30)
+    def attempt_now(name: str, *, args: list[Any], task_id: str, countdown_s: float) -> bool:
+        alert_delivery.delivery_attempt(delivery_pk=args[0], owner=task_id, now=timezone.now(), lease_s=30)
         return True
 
-    monkeypatch.setattr(alert_delivery, "_send_task", attempt_now)
+    monkeypatch.setattr(enqueue, "task_send", attempt_now)
 
 
 def log_in(driver: WebDriver, live_server: LiveServer) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -16,6 +17,7 @@ from selenium.webdriver.support.ui import Select
 from devtools.fakeupstream import FakeUpstream
 from ladder import models as m
 from ladder import tasks
+from ladder.services import enqueue
 from ladder.services.refresh import claim_deadline, connection_refresh, connections_claim
 from tests.browser.conftest import wait
 from tests.dashboard.factories import (
@@ -223,7 +225,12 @@ def test_it_refreshes_a_connection_from_its_page(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     sent: list[list[str]] = []
-    monkeypatch.setattr(tasks.refresh_connections, "apply_async", lambda args, **kw: sent.append(args[0]))
+
+    def record(name: str, *, args: list[Any], **kwargs: Any) -> bool:
+        sent.append(args[0])
+        return True
+
+    monkeypatch.setattr(enqueue, "task_send", record)
     zai_plan(upstream)
     control = upstream.control()
     control.set_remaining("zai-glm", 42, connection="b-zai")

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from ladder import models as m
 from ladder.dashboard.pages.alerts import ALERT_HISTORY_PAGE
-from ladder.services import alert_delivery
+from ladder.services import enqueue
 from tests.dashboard.factories import user_create
 
 pytestmark = pytest.mark.django_db
@@ -46,11 +46,11 @@ def queued(monkeypatch: pytest.MonkeyPatch, hot: redis.Redis) -> list[int]:
     """The delivery pks handed to Celery (recorded, not sent)."""
     sent: list[int] = []
 
-    def record(pk: int, *, task_id: str, countdown_s: float) -> bool:
-        sent.append(pk)
+    def record(name: str, *, args: list[Any], task_id: str, countdown_s: float) -> bool:
+        sent.append(args[0])
         return True
 
-    monkeypatch.setattr(alert_delivery, "_send_task", record)
+    monkeypatch.setattr(enqueue, "task_send", record)
     return sent
 
 

@@ -17,7 +17,7 @@ from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder import models as m
 from ladder import tasks
 from ladder.selectors.snapshot import readings_latest, state_version_get
-from ladder.services import hotstate
+from ladder.services import enqueue, hotstate
 from ladder.services.refresh import claim_deadline, connection_refresh, connections_claim, refresh_is_pending
 from tests.dashboard.factories import editor_create, plan_setup, reading_add, user_create
 
@@ -42,7 +42,12 @@ def viewer(client: Client) -> Client:
 def sent(hot: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """The connection ids of every refresh task handed to Celery (the broker is not called)."""
     calls: list[list[str]] = []
-    monkeypatch.setattr(tasks.refresh_connections, "apply_async", lambda args, **kw: calls.append(args[0]))
+
+    def record(name: str, *, args: list[Any], **kwargs: Any) -> bool:
+        calls.append(args[0])
+        return True
+
+    monkeypatch.setattr(enqueue, "task_send", record)
     return calls
 
 

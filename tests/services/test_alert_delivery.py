@@ -15,7 +15,7 @@ import redis
 from django.core.exceptions import ValidationError
 
 from ladder import models as m
-from ladder.services import alert_delivery
+from ladder.services import alert_delivery, enqueue
 from ladder.services.alert_delivery import (
     alert_channel_default_webhook,
     deliveries_sweep,
@@ -38,11 +38,12 @@ def queued(monkeypatch: pytest.MonkeyPatch, hot: redis.Redis) -> list[tuple[int,
     """The tasks the service sends: (delivery pk, task id, countdown), recorded, not sent."""
     sent: list[tuple[int, str, float]] = []
 
-    def record(pk: int, *, task_id: str, countdown_s: float) -> bool:
-        sent.append((pk, task_id, countdown_s))
+    def record(name: str, *, args: list[Any], task_id: str, countdown_s: float) -> bool:
+        assert name == "ladder.tasks.deliver_alert"
+        sent.append((args[0], task_id, countdown_s))
         return True
 
-    monkeypatch.setattr(alert_delivery, "_send_task", record)
+    monkeypatch.setattr(enqueue, "task_send", record)
     return sent
 
 
@@ -281,7 +282,8 @@ def test_the_sweep_queues_again_what_no_message_owns(
         alert_delivery.owner_key(lost.pk), alert_delivery.owner_key(young.pk)
     )
     queued.clear()
-    assert deliveries_sweep(now=now) == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        assert deliveries_sweep(now=now) == 1
     assert [pk for pk, _, _ in queued] == [lost.pk]
     assert deliveries_sweep(now=now) == 0  # queued again: owned now
     del owned

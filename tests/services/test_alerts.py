@@ -16,7 +16,7 @@ import redis
 from ladder import models as m
 from ladder.domain.alerts import RULE_KINDS
 from ladder.domain.types import PoolEntry, Reading, Resolution, Rung, Window
-from ladder.services import alert_delivery, alerts
+from ladder.services import alert_delivery, alerts, enqueue
 from ladder.services.alerts import alerts_apply, alerts_evaluate, alerts_plan
 from ladder.services.escalations import escalation_compare
 from ladder.services.readings import reading_record
@@ -289,11 +289,11 @@ def test_it_delivers_one_firing_and_one_recovery_per_episode_to_a_real_webhook(
     worker does) against a local HTTP receiver."""
     queued: list[tuple[int, str]] = []
 
-    def record(pk: int, *, task_id: str, countdown_s: float) -> bool:
-        queued.append((pk, task_id))
+    def record(name: str, *, args: list[Any], task_id: str, countdown_s: float) -> bool:
+        queued.append((args[0], task_id))
         return True
 
-    monkeypatch.setattr(alert_delivery, "_send_task", record)
+    monkeypatch.setattr(enqueue, "task_send", record)
     hook = m.AlertChannel(name="hook", kind="webhook", url=receiver.url())
     hook.set_secret(SECRET)
     hook.full_clean()

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 import redis
+from celery import current_app
 from django.db import OperationalError
 from django.db import connection as db_connection
 from django.utils import timezone
@@ -19,7 +20,7 @@ from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.models import Connection, FailureEvent, QuotaReading
 from ladder.providers import ADAPTERS
 from ladder.selectors.snapshot import live_state_since, readings_latest, state_version_get, state_versions_get
-from ladder.services import hotstate
+from ladder.services import enqueue, hotstate
 from ladder.services.refresh import (
     claim_deadline,
     connection_refresh,
@@ -544,10 +545,14 @@ def test_it_stamps_the_live_version_of_refreshed_connections(
 def test_it_queues_a_requested_refresh_once_on_commit(
     hot: redis.Redis, django_capture_on_commit_callbacks: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ladder import tasks
-
     sent: list[list[str]] = []
-    monkeypatch.setattr(tasks.refresh_connections, "apply_async", lambda args, **kw: sent.append(args[0]))
+
+    def record(name: str, *, args: list[Any], **kwargs: Any) -> bool:
+        assert name == "ladder.tasks.refresh_connections"
+        sent.append(args[0])
+        return True
+
+    monkeypatch.setattr(enqueue, "task_send", record)
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         assert refresh_request(connection_ids=["c1", "c2", "c1"]) == ["c1", "c2"]
@@ -580,12 +585,10 @@ def test_it_skips_a_requested_refresh_without_raising_when_redis_is_down(setting
 def test_it_forgets_the_request_when_the_broker_refuses_it(
     hot: redis.Redis, django_capture_on_commit_callbacks: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ladder import tasks
-
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise BrokerOperationalError("broker down")
 
-    monkeypatch.setattr(tasks.refresh_connections, "apply_async", refuse)
+    monkeypatch.setattr(current_app, "send_task", refuse)
 
     with django_capture_on_commit_callbacks(execute=True):
         assert refresh_request(connection_ids=["c1"]) == ["c1"]
@@ -597,10 +600,8 @@ def test_it_forgets_the_request_when_the_broker_refuses_it(
 def test_it_tells_a_requested_refresh_pending_until_the_run_ends(
     hot: redis.Redis, upstream: FakeUpstream, control: FakeUpstreamControl, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ladder import tasks
-
     make_connection(upstream, "c1")
-    monkeypatch.setattr(tasks.refresh_connections, "apply_async", lambda args, **kw: None)
+    monkeypatch.setattr(enqueue, "task_send", lambda name, **kwargs: True)
     assert not refresh_is_pending(connection_id="c1")
 
     assert refresh_request(connection_ids=["c1"]) == ["c1"]
