@@ -50,13 +50,13 @@ from ladder.domain.credentials import (
     refresh_due,
 )
 from ladder.models import Connection, CredentialAccess
-from ladder.providers import DEFAULT_TIMEOUT
 from ladder.providers.credentials import Credential, CredentialFileError, parse_credential_file
 from ladder.providers.tokens import RefreshFailed, RefreshRefused, redeem_refresh_token
 from ladder.security.crypto import CredentialDecryptionError, decrypt_credential, encrypt_credential
 from ladder.security.ratelimit import rate_limit_hit
 from ladder.selectors.connections import connection_poll_floor, credential_summary_of
 from ladder.services.state import bump_state_version
+from ladder.services.upstream import upstream_client, upstream_override
 
 logger = logging.getLogger(__name__)
 
@@ -327,8 +327,6 @@ def _refresh_claimed(
         return RefreshResult(FAILED, row.credential_expires_at, "stored credential unusable")
     if credential is None or not credential.refresh_token or kind is None:
         return RefreshResult(NO_REFRESH_TOKEN, row.credential_expires_at)
-    from ladder.services.refresh import upstream_override  # the usage endpoints' override
-
     try:
         renewed = redeem_refresh_token(
             kind, credential, client, now, base_url=row.base_url, override=upstream_override(kind)
@@ -481,18 +479,13 @@ def credentials_refresh_due_run(*, client: httpx.Client | None = None) -> Counte
     ids = credentials_due(now=timezone.now())
     if not ids:
         return counts
-    own = client is None
-    http = client or httpx.Client(timeout=DEFAULT_TIMEOUT, follow_redirects=False)
-    try:
+    with contextlib.nullcontext(client) if client is not None else upstream_client() as http:
         for cid in ids:
             try:
                 counts[credential_refresh(connection_id=cid, client=http, wait_s=0).outcome] += 1
             except OperationalError as exc:  # one connection's database trouble never stops the sweep
                 logger.warning("credential refresh connection=%s: database unavailable: %s", cid, exc)
                 counts["database_error"] += 1
-    finally:
-        if own:
-            http.close()
     if counts:
         logger.info("credential sweep: %s", dict(counts))
     return counts
@@ -571,11 +564,8 @@ def credential_for_gateway(
     if row is None:
         raise CredentialUnavailable(404, "connection_not_found", f"no connection {connection_id!r}")
     _check_gettable(row)
-    if client is None:
-        with httpx.Client(timeout=DEFAULT_TIMEOUT, follow_redirects=False) as own:
-            result = credential_refresh(connection_id=connection_id, client=own, now=now)
-    else:
-        result = credential_refresh(connection_id=connection_id, client=client, now=now)
+    with contextlib.nullcontext(client) if client is not None else upstream_client() as http:
+        result = credential_refresh(connection_id=connection_id, client=http, now=now)
     row.refresh_from_db()
     if result.outcome == REFUSED or row.disabled_reason == NEEDS_REAUTH:
         raise CredentialUnavailable(409, NEEDS_REAUTH, "the provider refused the refresh token: log in again")

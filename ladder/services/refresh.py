@@ -6,11 +6,7 @@ later write of the refresh is a conditional update on ``claimed_until = <token>`
 claim holder writes, and a killed worker's claim lapses at the lease's end (the task's hard time
 limit). A claimant's ``now`` is ``timezone.now()`` (microseconds): two claimants never share one.
 
-Upstream base URL: a connection's own ``base_url`` wins; else, when
-``settings.LADDER_UPSTREAM_BASE_URL`` is set (the local fake upstream in tests and the demo), the
-adapter is given ``f"{LADDER_UPSTREAM_BASE_URL without trailing /}/{adapter.kind}"`` (the fake
-upstream's per-kind namespace, e.g. ``http://127.0.0.1:8555/claude-oauth``); else the adapter's
-default upstream.
+Upstream base URL: ``ladder.services.upstream``.
 
 Outcomes, each logged with its classification and kept in ``last_poll_error``:
 
@@ -62,7 +58,7 @@ from ladder.domain.credentials import NEEDS_REAUTH
 from ladder.domain.types import Failure, LadderConfig, Reading
 from ladder.domain.windows import clamp_failure_resets
 from ladder.models import Connection, FailureEvent
-from ladder.providers import DEFAULT_TIMEOUT, ConnectionRef, FetchError, ProviderAdapter, get_adapter
+from ladder.providers import ConnectionRef, FetchError, ProviderAdapter, get_adapter
 from ladder.security.crypto import CredentialDecryptionError
 from ladder.security.logredact import strip_secrets
 from ladder.selectors.connections import connection_poll_floor_s
@@ -72,6 +68,7 @@ from ladder.services.enqueue import enqueue_once
 from ladder.services.readings import ClaimLost, configuration_load, log_reset_clamps, reading_store
 from ladder.services.refresh_metrics import PollRecord, refresh_metrics_record
 from ladder.services.state import bump_live_version, bump_state_version
+from ladder.services.upstream import upstream_client, upstream_override
 
 logger = logging.getLogger(__name__)
 
@@ -92,12 +89,6 @@ FAILED = "failed"
 SKIPPED = "skipped"
 CLAIM_LOST = "claim_lost"
 RELEASED = "released"  # claimed, but the run's deadline came first: handed back unpolled
-
-
-def upstream_override(kind: str) -> str | None:
-    """``f"{settings.LADDER_UPSTREAM_BASE_URL}/{kind}"`` when that setting is set, else None."""
-    base = str(settings.LADDER_UPSTREAM_BASE_URL or "").strip().rstrip("/")
-    return f"{base}/{kind}" if base else None
 
 
 def claim_deadline(now: datetime, lease_s: float) -> datetime:
@@ -677,15 +668,11 @@ def connections_refresh_many(
                 config=config,
                 threads=max(1, min(limit, len(to_fetch))),
                 deadline=None if deadline_s is None else started + deadline_s,
-                client_factory=client_factory or default_client,
+                client_factory=client_factory or upstream_client,
             )
         )
     summary.elapsed_s = time.monotonic() - started
     return summary
-
-
-def default_client() -> httpx.Client:
-    return httpx.Client(timeout=DEFAULT_TIMEOUT, follow_redirects=False)
 
 
 def _fetch_and_write(

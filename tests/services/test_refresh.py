@@ -31,7 +31,6 @@ from ladder.services.refresh import (
     refresh_is_pending,
     refresh_pending_key,
     refresh_request,
-    upstream_override,
 )
 
 pytestmark = pytest.mark.django_db
@@ -420,24 +419,6 @@ def test_it_skips_a_connection_without_a_credential(upstream: FakeUpstream, clie
 
     assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "skipped"
     assert "no credential" in Connection.objects.get(pk="c1").last_poll_error
-
-
-def test_it_points_adapters_at_the_upstream_override_per_kind(
-    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client, settings: Any
-) -> None:
-    settings.LADDER_UPSTREAM_BASE_URL = upstream.url + "/"
-    make_connection(None, "z1", "zai-glm")
-
-    assert upstream_override("zai-glm") == f"{upstream.url}/zai-glm"
-    assert connection_refresh(connection_id="z1", claim_until=claim("z1"), client=client) == "ok"
-    assert control.count("zai-glm", connection=None) == 1
-    assert [w.name for w in readings_latest()["z1"].windows] == ["5h", "7d"]
-
-
-def test_it_has_no_override_when_the_setting_is_empty(settings: Any) -> None:
-    settings.LADDER_UPSTREAM_BASE_URL = ""
-
-    assert upstream_override("zai-glm") is None
 
 
 # --- many polls ----------------------------------------------------------------------------
