@@ -152,7 +152,7 @@ def worker(until: float) -> int:
     from django.db import OperationalError
 
     from ladder.services.credentials import credentials_refresh_due_run
-    from ladder.services.refresh import refresh_due_run
+    from ladder.services.refresh.fanout import refresh_due_run
 
     counts: Counter[str] = Counter()
     with httpx.Client() as client:

@@ -24,7 +24,7 @@ from ladder.services.alerts import alerts_evaluate as alerts_evaluate_service
 from ladder.services.credentials import credentials_refresh_due_run
 from ladder.services.escalations import escalations_purge
 from ladder.services.readings import readings_purge as readings_purge_service
-from ladder.services.refresh import refresh_connections_run, refresh_due_run
+from ladder.services.refresh.fanout import refresh_connections_run, refresh_due_run
 
 # Worth retrying: the database or the broker was briefly unreachable. Upstream faults never raise
 # out of the services (they are classified and stored), so they never retry a whole task.

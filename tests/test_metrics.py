@@ -21,7 +21,7 @@ from ladder.domain.types import Reading, Window
 from ladder.providers import ADAPTERS
 from ladder.services import hotstate
 from ladder.services.readings import reading_record
-from ladder.services.refresh import refresh_connections_run
+from ladder.services.refresh.fanout import refresh_connections_run
 from ladder.services.state import configuration_update
 from ladder.services.tokens import gateway_token_create
 from ladder.services.usage import UsageInput, usage_record

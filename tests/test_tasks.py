@@ -16,7 +16,7 @@ from ladder import tasks
 from ladder.models import Connection, EscalationEvent, Heartbeat, QuotaReading
 from ladder.selectors.snapshot import readings_latest
 from ladder.services.readings import reading_record
-from ladder.services.refresh import RefreshSummary
+from ladder.services.refresh.fanout import RefreshSummary
 from omniroute.celery import app
 
 pytestmark = pytest.mark.django_db

@@ -37,7 +37,7 @@ from ladder.services.alert_delivery import enqueue_test_to
 from ladder.services.alert_settings import alert_rule_update
 from ladder.services.catalog import EDITABLE_FIELDS, catalog_entry_create, catalog_entry_update
 from ladder.services.credentials import credential_import
-from ladder.services.refresh import refresh_is_pending, refresh_request
+from ladder.services.refresh.on_demand import refresh_is_pending, refresh_request
 from ladder.services.state import RESERVE_MESSAGE, connection_reserve_set
 
 LOGIN_URL = "ladder:login"

@@ -3,13 +3,6 @@
 from ladder.services.failures import failure_record
 from ladder.services.observations import observation_record
 from ladder.services.readings import reading_record, readings_purge
-from ladder.services.refresh import (
-    connection_refresh,
-    connections_claim,
-    connections_claim_due,
-    connections_refresh_many,
-    refresh_request,
-)
 from ladder.services.state import (
     bump_live_version,
     bump_state_version,
@@ -23,10 +16,6 @@ from ladder.services.usage import usage_record
 __all__ = [
     "bump_live_version",
     "bump_state_version",
-    "connection_refresh",
-    "connections_claim",
-    "connections_claim_due",
-    "connections_refresh_many",
     "configuration_update",
     "connection_reserve_set",
     "connection_set_credential",
@@ -36,6 +25,5 @@ __all__ = [
     "observation_record",
     "reading_record",
     "readings_purge",
-    "refresh_request",
     "usage_record",
 ]

@@ -70,6 +70,9 @@ FAILED = "failed"
 NOT_OWNED = "not_owned"
 NO_REFRESH_TOKEN = "no_refresh_token"
 CAS_LOST = "cas_lost"
+RENEWED = frozenset({REFRESHED, FRESH})  # the stored access token is a live one
+NOT_RENEWED = frozenset({TRANSIENT, FAILED, CAS_LOST})  # tried, and it did not land
+MAY_STILL_RENEW = frozenset({TRANSIENT, IN_PROGRESS, CAS_LOST})  # worth another try soon
 
 REAUTH_MESSAGE = (
     "needs_reauth: the provider refused the refresh token ({why}). Log in again with the provider's "
@@ -577,7 +580,7 @@ def credential_for_gateway(
             "another process is refreshing this credential; retry shortly",
             retry_after_s=2,
         )
-    if result.outcome in (TRANSIENT, FAILED, CAS_LOST) and not still_valid:
+    if result.outcome in NOT_RENEWED and not still_valid:
         raise CredentialUnavailable(
             503,
             "refresh_failed",

@@ -40,7 +40,7 @@ from ladder.security.logredact import strip_secrets
 from ladder.selectors.snapshot import readings_latest
 from ladder.services.credentials import credential_refresh_after_401
 from ladder.services.readings import log_reset_clamps, reading_record
-from ladder.services.refresh import refresh_request
+from ladder.services.refresh.on_demand import refresh_request
 from ladder.services.state import bump_live_version, bump_state_version
 
 logger = logging.getLogger(__name__)

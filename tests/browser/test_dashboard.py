@@ -18,7 +18,8 @@ from devtools.fakeupstream import FakeUpstream
 from ladder import models as m
 from ladder import tasks
 from ladder.services import enqueue
-from ladder.services.refresh import claim_deadline, connection_refresh, connections_claim
+from ladder.services.refresh.claim import claim_deadline, connections_claim
+from ladder.services.refresh.fanout import connection_refresh
 from tests.browser.conftest import wait
 from tests.dashboard.factories import (
     PASSWORD,

@@ -18,7 +18,9 @@ from ladder import models as m
 from ladder import tasks
 from ladder.selectors.snapshot import readings_latest, state_version_get
 from ladder.services import enqueue, hotstate
-from ladder.services.refresh import claim_deadline, connection_refresh, connections_claim, refresh_is_pending
+from ladder.services.refresh.claim import claim_deadline, connections_claim
+from ladder.services.refresh.fanout import connection_refresh
+from ladder.services.refresh.on_demand import refresh_is_pending
 from tests.dashboard.factories import editor_create, plan_setup, reading_add, user_create
 
 pytestmark = pytest.mark.django_db

@@ -20,7 +20,7 @@ import pytest
 
 from ladder import models as m
 from ladder.domain.timefmt import format_utc
-from ladder.services.refresh import connections_claim_due
+from ladder.services.refresh.claim import connections_claim_due
 from tests.gateway.conftest import (
     NOW,
     Api,

@@ -25,7 +25,8 @@ from ladder import models as m
 from ladder.gateway.snapshot_cache import snapshot_cache
 from ladder.security.crypto import CredentialDecryptionError
 from ladder.security.logredact import SecretRedactingFilter
-from ladder.services.refresh import claim_deadline, connection_refresh, connections_claim
+from ladder.services.refresh.claim import claim_deadline, connections_claim
+from ladder.services.refresh.fanout import connection_refresh
 from tests.security.pages import admin_pages, dashboard_pages
 from tests.security.rows import CREDENTIAL, CREDENTIAL_TAIL, Rows, rows_create
 

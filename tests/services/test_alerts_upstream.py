@@ -16,7 +16,8 @@ from devtools.fakeupstream import FakeUpstream
 from ladder import models as m
 from ladder.services import alerts
 from ladder.services.alerts import alerts_evaluate
-from ladder.services.refresh import claim_deadline, connection_refresh, connections_claim
+from ladder.services.refresh.claim import claim_deadline, connections_claim
+from ladder.services.refresh.fanout import connection_refresh
 
 pytestmark = pytest.mark.django_db
 

@@ -27,12 +27,8 @@ from ladder.providers import ADAPTERS
 from ladder.services import credentials
 from ladder.services.credentials import credential_import, credential_refresh, credentials_due
 from ladder.services.failures import failure_record
-from ladder.services.refresh import (
-    claim_deadline,
-    connection_refresh,
-    connections_claim,
-    connections_claim_due,
-)
+from ladder.services.refresh.claim import claim_deadline, connections_claim, connections_claim_due
+from ladder.services.refresh.fanout import connection_refresh
 
 pytestmark = pytest.mark.django_db
 

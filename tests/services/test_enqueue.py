@@ -15,7 +15,7 @@ from kombu.exceptions import OperationalError as BrokerOperationalError
 from ladder import tasks
 from ladder.services import enqueue, hotstate
 from ladder.services.enqueue import enqueue_once, task_send
-from ladder.services.refresh import RefreshSummary
+from ladder.services.refresh.fanout import RefreshSummary
 
 pytestmark = pytest.mark.django_db
 

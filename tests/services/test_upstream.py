@@ -8,9 +8,9 @@ import pytest
 
 from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.selectors.snapshot import readings_latest
-from ladder.services.refresh import connection_refresh
+from ladder.services.refresh.fanout import connection_refresh
 from ladder.services.upstream import upstream_client, upstream_override
-from tests.services.test_refresh import claim, make_connection
+from tests.services.refresh.rows import claim, make_connection
 
 pytestmark = pytest.mark.django_db
 

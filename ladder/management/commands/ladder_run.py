@@ -43,7 +43,8 @@ from ladder.security.logredact import redact_url
 from ladder.services import bump_state_version
 from ladder.services.alert_delivery import alert_channel_default_webhook
 from ladder.services.credentials import credential_import
-from ladder.services.refresh import claim_deadline, connections_claim, connections_refresh_many
+from ladder.services.refresh.claim import claim_deadline, connections_claim
+from ladder.services.refresh.fanout import connections_refresh_many
 
 LOCAL_DIR = Path(settings.BASE_DIR) / ".local"
 DEMO_REFRESH_INTERVAL_S = 10.0

@@ -6,7 +6,6 @@ not by sleeping through it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -22,27 +21,19 @@ from ladder.models import Connection, FailureEvent
 from ladder.providers import ADAPTERS
 from ladder.selectors.snapshot import readings_latest, snapshot_load
 from ladder.services.readings import reading_record
-from ladder.services.refresh import (
-    claim_deadline,
+from ladder.services.refresh.claim import claim_deadline, connections_claim, connections_claim_due
+from ladder.services.refresh.fanout import (
     connection_refresh,
-    connections_claim,
-    connections_claim_due,
     connections_refresh_many,
     refresh_connections_run,
 )
 from ladder.services.state import configuration_update
-from tests.services.test_refresh import LEASE_S, claim, make_connection
+from tests.services.refresh.rows import LEASE_S, claim, make_connection
 
 pytestmark = pytest.mark.django_db
 
 FLOOR_S = 2.0
 SONNET = [Candidate("claude", "claude-sonnet-4-5", allowed_connection_ids=("c1",))]
-
-
-@pytest.fixture
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client() as http_client:
-        yield http_client
 
 
 @pytest.fixture
