@@ -151,7 +151,7 @@ def worker(until: float) -> int:
     import httpx
     from django.db import OperationalError
 
-    from ladder.services.credentials import credentials_refresh_due_run
+    from ladder.services.credential_refresh import credentials_refresh_due_run
     from ladder.services.refresh.fanout import refresh_due_run
 
     counts: Counter[str] = Counter()
@@ -177,7 +177,7 @@ def gateway(until: float) -> int:
     from django.db import OperationalError
 
     from ladder.models import Connection
-    from ladder.services.credentials import CredentialUnavailable, credential_for_gateway
+    from ladder.services.gateway_credentials import CredentialUnavailable, credential_for_gateway
 
     ids = list(Connection.objects.values_list("id", flat=True))
     counts: Counter[str] = Counter()

@@ -21,7 +21,7 @@ from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from ladder.services.alert_delivery import deliveries_sweep, delivery_attempt
 from ladder.services.alerts import alerts_evaluate as alerts_evaluate_service
-from ladder.services.credentials import credentials_refresh_due_run
+from ladder.services.credential_refresh import credentials_refresh_due_run
 from ladder.services.escalations import escalations_purge
 from ladder.services.readings import readings_purge as readings_purge_service
 from ladder.services.refresh.fanout import refresh_connections_run, refresh_due_run
@@ -89,7 +89,7 @@ def refresh_connections(self: Task, connection_ids: list[str]) -> dict[str, Any]
 )
 def credentials_refresh(self: Task) -> dict[str, int]:
     """The beat's credential sweep: refresh the ladder-owned credentials within their lead time of
-    expiry (each refresh token redeemed once: ladder.services.credentials)."""
+    expiry (each refresh token redeemed once: ladder.services.credential_refresh)."""
     return dict(credentials_refresh_due_run())
 
 

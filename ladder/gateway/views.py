@@ -57,7 +57,7 @@ from ladder.gateway.snapshot_cache import snapshot_cache
 from ladder.models import CONNECTION_ID_PATTERN
 from ladder.selectors.connections import credential_summaries
 from ladder.selectors.escalations import escalations_list as escalation_events
-from ladder.services import credentials
+from ladder.services import gateway_credentials as credentials
 from ladder.services.escalations import escalation_observe
 from ladder.services.failures import failure_record
 from ladder.services.observations import observation_record

@@ -8,7 +8,7 @@
 - rate_limited: a short cooldown (Retry-After, else 5 s × 2^n over the last 5 minutes), no latch.
 - auth_failed: the connection is disabled (disabled_reason "auth_failed") until an operator acts;
   but a credential that the ladder owns and can refresh gets one refresh and a verifying poll first
-  (DESIGN L7 as amended: ladder.services.credentials.credential_refresh_after_401).
+  (DESIGN L7 as amended: ladder.services.credential_refresh.credential_refresh_after_401).
 - upstream_error: stored only.
 
 Cooldowns and latches are live state (they bump the live version, re-read by the next resolution);
@@ -38,7 +38,7 @@ from ladder.providers.registry import get_adapter
 from ladder.security.crypto import CredentialDecryptionError
 from ladder.security.logredact import strip_secrets
 from ladder.selectors.snapshot import readings_latest
-from ladder.services.credentials import credential_refresh_after_401
+from ladder.services.credential_refresh import credential_refresh_after_401
 from ladder.services.readings import log_reset_clamps, reading_record
 from ladder.services.refresh.on_demand import refresh_request
 from ladder.services.state import bump_live_version, bump_state_version

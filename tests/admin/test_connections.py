@@ -16,7 +16,8 @@ from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.admin.connections import ConnectionForm
 from ladder.models import Connection, QuotaReading, QuotaWindow
 from ladder.selectors.snapshot import snapshot_load, state_version_get
-from ladder.services.credentials import credential_import, credential_refresh
+from ladder.services.credential_refresh import credential_refresh
+from ladder.services.credentials import credential_import
 from tests.admin.conftest import NOW, SECRET, connection_form
 
 pytestmark = pytest.mark.django_db

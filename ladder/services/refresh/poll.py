@@ -23,7 +23,7 @@ from ladder.providers import ConnectionRef, FetchError, ProviderAdapter, get_ada
 from ladder.security.crypto import CredentialDecryptionError
 from ladder.security.logredact import strip_secrets
 from ladder.selectors.connections import connection_poll_floor_s
-from ladder.services.credentials import MAY_STILL_RENEW, REFUSED, RENEWED, credential_refresh
+from ladder.services.credential_refresh import MAY_STILL_RENEW, REFUSED, RENEWED, credential_refresh
 from ladder.services.refresh.claim import CLAIM_CHUNK
 from ladder.services.upstream import upstream_client, upstream_override
 

@@ -9,7 +9,7 @@ classification and kept in ``last_poll_error``:
 - ``auth_failed``: the connection is disabled (``disabled_reason = "auth_failed"``) until an operator
   fixes it; but a credential that the ladder owns first gets one refresh and a verifying poll
   (``poll.outcomes_reauth``, DESIGN L7 as amended), and a refused refresh token disables it as
-  ``needs_reauth`` (``ladder.services.credentials``);
+  ``needs_reauth`` (``ladder.services.credential_refresh``);
 - ``transient`` (5xx, timeouts, connection resets): retried soon — 5 s × 2^level (≤ 300 s) × a
   random 0.5–1.5, or Retry-After when longer;
 - ``failed`` (another 4xx, a poll that names a quota exhaustion, an adapter bug): backed off like a
