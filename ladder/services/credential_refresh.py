@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import httpx
+import stamina
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import OperationalError, transaction
@@ -213,15 +214,16 @@ def _write_back(row: Connection, renewed: Credential, *, until: datetime, now: d
 
 def _persist(write: Callable[[], int]) -> int:
     """A write after a redemption: the rotated token exists only in this process now, so a briefly
-    unavailable database (a lock, a failover) is retried for a while rather than losing it."""
-    deadline = time.monotonic() + float(settings.LADDER_CREDENTIAL_LEASE_S) / 2
-    while True:
-        try:
-            return write()
-        except OperationalError:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(0.01)
+    unavailable database (a lock, a failover) is retried for half the lease rather than losing it."""
+    retrying = stamina.retry(
+        on=OperationalError,
+        attempts=None,
+        timeout=float(settings.LADDER_CREDENTIAL_LEASE_S) / 2,
+        wait_initial=0.01,
+        wait_max=0.1,
+        wait_jitter=0.01,
+    )
+    return retrying(write)()
 
 
 def _mark_needs_reauth(connection_id: str, *, until: datetime, why: str) -> None:
