@@ -10,8 +10,9 @@ ones in flight (each bounded by the adapters' HTTP timeouts) finish before it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from celery import Task, shared_task
 from django.conf import settings
@@ -33,15 +34,8 @@ REFRESH_TIME_LIMIT_S = 60
 REFRESH_SOFT_TIME_LIMIT_S = 50
 DEADLINE_SHARE = 0.6
 
-RETRY_OPTIONS: dict[str, Any] = {
-    "autoretry_for": TRANSIENT_ERRORS,
-    "retry_backoff": 2,
-    "retry_backoff_max": 30,
-    "retry_jitter": True,
-    "max_retries": 3,
-    "acks_late": True,
-    "ignore_result": True,
-}
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 def _limits(task: Task) -> tuple[float, float]:
@@ -52,26 +46,39 @@ def _limits(task: Task) -> tuple[float, float]:
     return float(hard), float(soft)
 
 
-@shared_task(
-    bind=True,
-    name="ladder.tasks.refresh_due",
-    soft_time_limit=REFRESH_SOFT_TIME_LIMIT_S,
-    time_limit=REFRESH_TIME_LIMIT_S,
-    **RETRY_OPTIONS,
-)
+def ladder_task(
+    name: str,
+    *,
+    soft_time_limit: int = REFRESH_SOFT_TIME_LIMIT_S,
+    time_limit: int = REFRESH_TIME_LIMIT_S,
+    reject_on_worker_lost: bool = False,
+) -> Callable[[Callable[Concatenate[Task[_P, _R], _P], _R]], Task[_P, _R]]:
+    """A bound task (the services send it by ``name``) with its time limits, retried on
+    TRANSIENT_ERRORS with jittered exponential backoff, acknowledged once its run is over."""
+    return shared_task(
+        bind=True,
+        name=name,
+        soft_time_limit=soft_time_limit,
+        time_limit=time_limit,
+        reject_on_worker_lost=reject_on_worker_lost,
+        autoretry_for=TRANSIENT_ERRORS,
+        retry_backoff=2,
+        retry_backoff_max=30,
+        retry_jitter=True,
+        max_retries=3,
+        acks_late=True,
+        ignore_result=True,
+    )
+
+
+@ladder_task("ladder.tasks.refresh_due")
 def refresh_due(self: Task) -> dict[str, Any]:
     """The beat's fan-out: record the tick, claim the due connections, refresh them concurrently."""
     hard, soft = _limits(self)
     return refresh_due_run(lease_s=hard, deadline_s=soft * DEADLINE_SHARE).as_dict()
 
 
-@shared_task(
-    bind=True,
-    name="ladder.tasks.refresh_connections",
-    soft_time_limit=REFRESH_SOFT_TIME_LIMIT_S,
-    time_limit=REFRESH_TIME_LIMIT_S,
-    **RETRY_OPTIONS,
-)
+@ladder_task("ladder.tasks.refresh_connections")
 def refresh_connections(self: Task, connection_ids: list[str]) -> dict[str, Any]:
     """Refresh these connections now (asked for by a resolution); ones already being refreshed are
     left to their claim holder."""
@@ -80,26 +87,14 @@ def refresh_connections(self: Task, connection_ids: list[str]) -> dict[str, Any]
     return refresh_connections_run(ids, lease_s=hard, deadline_s=soft * DEADLINE_SHARE).as_dict()
 
 
-@shared_task(
-    bind=True,
-    name="ladder.tasks.credentials_refresh",
-    soft_time_limit=REFRESH_SOFT_TIME_LIMIT_S,
-    time_limit=REFRESH_TIME_LIMIT_S,
-    **RETRY_OPTIONS,
-)
+@ladder_task("ladder.tasks.credentials_refresh")
 def credentials_refresh(self: Task) -> dict[str, int]:
     """The beat's credential sweep: refresh the ladder-owned credentials within their lead time of
     expiry (each refresh token redeemed once: ladder.services.credential_refresh)."""
     return dict(credentials_refresh_due_run())
 
 
-@shared_task(
-    bind=True,
-    name="ladder.tasks.readings_purge",
-    soft_time_limit=600,
-    time_limit=660,
-    **RETRY_OPTIONS,
-)
+@ladder_task("ladder.tasks.readings_purge", soft_time_limit=600, time_limit=660)
 def readings_purge(self: Task, retention_days: float | None = None) -> dict[str, int]:
     """Delete history older than its retention: readings and failures after
     LADDER_READING_RETENTION_DAYS (each connection's latest reading stays), escalation events after
@@ -116,14 +111,12 @@ ALERT_TIME_LIMIT_S = 60
 ALERT_SOFT_TIME_LIMIT_S = 50
 
 
-@shared_task(
-    bind=True,
-    name="ladder.tasks.deliver_alert",
+@ladder_task(
+    "ladder.tasks.deliver_alert",
     soft_time_limit=ALERT_SOFT_TIME_LIMIT_S,
     time_limit=ALERT_TIME_LIMIT_S,
     reject_on_worker_lost=True,  # a pool child killed mid-send: the message goes back to the queue
-    **RETRY_OPTIONS,  # acks_late: a message is acknowledged only once its attempt is over
-)
+)  # acks_late: a message is acknowledged only once its attempt is over
 def deliver_alert(self: Task, delivery_pk: int) -> str:
     """One attempt to send an alert delivery (ladder.services.alert_delivery): sent, failed, or the
     next attempt queued with backoff. A copy of a message that another one owns does nothing."""
@@ -134,21 +127,13 @@ def deliver_alert(self: Task, delivery_pk: int) -> str:
     ).status
 
 
-@shared_task(
-    bind=True, name="ladder.tasks.alert_deliveries_sweep", soft_time_limit=50, time_limit=60, **RETRY_OPTIONS
-)
+@ladder_task("ladder.tasks.alert_deliveries_sweep")
 def alert_deliveries_sweep(self: Task) -> int:
     """The beat's sweep: queue again the pending alert deliveries whose task was lost."""
     return deliveries_sweep(now=timezone.now())
 
 
-@shared_task(
-    bind=True,
-    name="ladder.tasks.alerts_evaluate",
-    soft_time_limit=REFRESH_SOFT_TIME_LIMIT_S,
-    time_limit=REFRESH_TIME_LIMIT_S,
-    **RETRY_OPTIONS,
-)
+@ladder_task("ladder.tasks.alerts_evaluate")
 def alerts_evaluate(self: Task) -> dict[str, int]:
     """The beat's alert evaluation: every enabled rule's conditions against the episodes; firings and
     recoveries go to the channels on commit (ladder.services.alerts). Two at once fire nothing twice."""
