@@ -91,7 +91,7 @@ def test_it_refreshes_the_connections_it_is_given(
     make_connection(upstream, "c1", next_refresh_at=timezone.now() + timedelta(hours=1))
     make_connection(upstream, "c2")
 
-    result = tasks.refresh_connections.apply(args=[["c1", "unknown"]]).get()
+    result = tasks.refresh_connections.apply(args=(["c1", "unknown"],)).get()
 
     assert result["outcomes"] == {"ok": 1}
     assert set(readings_latest()) == {"c1"}
@@ -102,7 +102,7 @@ def test_it_leaves_a_connection_to_its_claim_holder(
 ) -> None:
     make_connection(upstream, "c1", claimed_until=timezone.now() + timedelta(seconds=30))
 
-    result = tasks.refresh_connections.apply(args=[["c1"]]).get()
+    result = tasks.refresh_connections.apply(args=(["c1"],)).get()
 
     assert result["claimed"] == 0
     assert not QuotaReading.objects.exists()
@@ -114,8 +114,8 @@ def test_it_is_idempotent_for_a_repeated_request(
 ) -> None:
     make_connection(upstream, "c1")
 
-    tasks.refresh_connections.apply(args=[["c1"]]).get()
-    tasks.refresh_connections.apply(args=[["c1"]]).get()
+    tasks.refresh_connections.apply(args=(["c1"],)).get()
+    tasks.refresh_connections.apply(args=(["c1"],)).get()
 
     latest = readings_latest()["c1"]
     assert [w.remaining_pct for w in latest.windows] == [63, 78, 96]
@@ -135,8 +135,8 @@ def test_it_retries_a_transient_database_error_with_jittered_backoff(monkeypatch
 
     assert tasks.refresh_due.apply().get() == RefreshSummary().as_dict()
     assert len(calls) == 2
-    assert tasks.refresh_due.retry_jitter is True
-    assert tasks.refresh_due.retry_backoff
+    assert tasks.refresh_due.retry_jitter is True  # type: ignore[attr-defined]  # set by shared_task
+    assert tasks.refresh_due.retry_backoff  # type: ignore[attr-defined]
 
 
 def test_it_does_not_retry_other_errors(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -38,7 +38,7 @@ def test_deliver_alert_passes_its_task_id_and_hard_limit(monkeypatch: pytest.Mon
         return AttemptOutcome("sent")
 
     monkeypatch.setattr(tasks, "delivery_attempt", attempt)
-    result = tasks.deliver_alert.apply(args=[7], task_id="task-7").get()
+    result = tasks.deliver_alert.apply(args=(7,), task_id="task-7").get()
     assert result == "sent"
     assert calls[0]["delivery_pk"] == 7
     assert calls[0]["owner"] == "task-7"

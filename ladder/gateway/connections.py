@@ -19,7 +19,7 @@ from ladder.gateway.decorators import ApiError, api_view, connection_allowed, re
 from ladder.gateway.inputs import credential_input
 from ladder.gateway.snapshot_cache import snapshot_cache
 from ladder.selectors.connections import connection_exists, credential_summaries
-from ladder.services import credentials
+from ladder.services import gateway_credentials as credentials
 
 CONNECTION_ID_RE = re.compile(CONNECTION_ID_PATTERN)
 

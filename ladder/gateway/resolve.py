@@ -20,7 +20,7 @@ from ladder.gateway.snapshot_cache import snapshot_cache
 from ladder.selectors.escalations import EscalationRecord
 from ladder.selectors.escalations import escalations_list as escalation_events
 from ladder.services.escalations import escalation_observe
-from ladder.services.refresh import refresh_request
+from ladder.services.refresh.on_demand import refresh_request
 
 logger = logging.getLogger(__name__)
 

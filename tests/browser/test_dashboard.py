@@ -247,7 +247,7 @@ def test_it_refreshes_a_connection_from_its_page(
     assert control.count("zai-glm", connection="b-zai") == 0
     assert "Reading: none yet." in text_of(browser, "detail")
 
-    tasks.refresh_connections.apply(args=[sent[0]]).get()  # the worker's run
+    tasks.refresh_connections.apply(args=(sent[0],)).get()  # the worker's run
     # The 0.5 s polling shows the reading the worker stored, and the refresh no longer pending.
     wait(browser, 15).until(lambda d: "source poll" in text_of(d, "detail"))
     assert "42%" in text_of(browser, "detail")

@@ -246,7 +246,7 @@ def test_it_answers_without_polling_upstream_and_a_worker_run_lands_the_reading(
     assert 'id="refresh-pending"' in html
     assert "Reading: none yet" in html
 
-    result = tasks.refresh_connections.apply(args=[sent[0]]).get()
+    result = tasks.refresh_connections.apply(args=(sent[0],)).get()
 
     assert result["outcomes"] == {"ok": 1}
     assert control.count("claude-oauth") == 1

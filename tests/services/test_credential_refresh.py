@@ -20,7 +20,7 @@ from django.db import OperationalError
 from django.db import connection as db_connection
 from django.utils import timezone
 
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.models import Connection
 from ladder.providers import ADAPTERS
 from ladder.services.credential_refresh import (

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.selectors.snapshot import readings_latest
 from ladder.services.refresh.fanout import connection_refresh
 from ladder.services.upstream import upstream_client, upstream_override

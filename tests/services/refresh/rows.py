@@ -7,7 +7,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from ladder.fakeupstream import FakeUpstream
+from devtools.fakeupstream import FakeUpstream
 from ladder.models import Connection
 from ladder.providers import ADAPTERS
 from ladder.services.refresh.claim import claim_deadline, connections_claim

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.models import Connection
 from ladder.selectors.snapshot import live_state_since, readings_latest, state_versions_get
 from ladder.services.refresh.claim import claim_deadline, connections_claim, connections_claim_due
@@ -84,7 +84,7 @@ def test_it_keeps_going_when_some_upstreams_fail(
     for cid in ("ok1", "ok2", "down", "bad", "gone"):
         make_connection(upstream, cid)
     control.error("claude-oauth", "http_502", connection="down")
-    control.malformed("claude-oauth", connection="bad")
+    control.fault("claude-oauth", "malformed", connection="bad")
     control.error("claude-oauth", "token_expired", connection="gone")
     now = timezone.now()
     claimed = connections_claim_due(now=now, limit=10, lease_s=LEASE_S)

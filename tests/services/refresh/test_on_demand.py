@@ -11,7 +11,7 @@ import redis
 from celery import current_app
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.services import enqueue, hotstate
 from ladder.services.refresh.fanout import refresh_connections_run
 from ladder.services.refresh.on_demand import refresh_is_pending, refresh_pending_key, refresh_request

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from django.utils import timezone
 
-from ladder.fakeupstream import FakeUpstream, FakeUpstreamControl
+from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.models import Connection, FailureEvent, QuotaReading
 from ladder.providers import ADAPTERS
 from ladder.selectors.snapshot import readings_latest, state_version_get, state_versions_get
@@ -194,7 +194,7 @@ def test_it_classifies_a_dropped_connection_as_transient(
     upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
 ) -> None:
     make_connection(upstream, "c1")
-    control.reset_connection("claude-oauth", connection="c1")
+    control.fault("claude-oauth", "reset_connection", connection="c1")
 
     assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "transient"
     assert "transport error" in Connection.objects.get(pk="c1").last_poll_error
