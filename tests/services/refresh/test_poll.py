@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
+from devtools.fakeupstream.scenarios import FaultMode
 from ladder.models import Connection, FailureEvent, QuotaReading
 from ladder.providers import ADAPTERS
 from ladder.selectors.snapshot import readings_latest, state_version_get, state_versions_get
@@ -204,11 +205,11 @@ def test_it_classifies_a_dropped_connection_as_transient(
     ("fault", "note"), [("malformed", "malformed JSON"), ("oversized", "exceeds 1048576 bytes")]
 )
 def test_it_stores_an_unreadable_answer_as_unverifiable_never_as_a_guess(
-    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client, fault: str, note: str
+    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client, fault: FaultMode, note: str
 ) -> None:
     make_connection(upstream, "c1")
     assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "ok"
-    getattr(control, fault)("claude-oauth", connection="c1")
+    control.fault("claude-oauth", fault, connection="c1")
 
     assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "unverifiable"
 
