@@ -76,6 +76,7 @@ from ladder.domain.tiers import served_models
 from ladder.domain.types import Connection, Rung, Snapshot
 from ladder.domain.windows import connection_limits, reading_age_s
 from ladder.models.escalations import ESCALATION_KINDS
+from ladder.security.login_throttle import forwarded_address
 from ladder.selectors.alerts import alert_delivery_figures, alert_episode_open_counts
 from ladder.selectors.escalations import escalation_counts
 from ladder.selectors.hotstate import (
@@ -114,13 +115,9 @@ def _client_addresses(request: HttpRequest) -> list[str]:
     """REMOTE_ADDR and, behind LADDER_TRUSTED_PROXY_HOPS proxies, the client address the outermost
     trusted proxy forwarded: both must be allowed, so a forged X-Forwarded-For sent straight to a
     web process gains nothing."""
-    addresses = [str(request.META.get("REMOTE_ADDR") or "")]
-    hops = int(settings.LADDER_TRUSTED_PROXY_HOPS or 0)
-    if hops > 0:
-        forwarded = [p.strip() for p in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if p.strip()]
-        if len(forwarded) >= hops:
-            addresses.append(forwarded[-hops])
-    return addresses
+    remote = str(request.META.get("REMOTE_ADDR") or "")
+    forwarded = forwarded_address(request)
+    return [remote, forwarded] if forwarded else [remote]
 
 
 def _address_allowed(address: str, networks: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> bool:

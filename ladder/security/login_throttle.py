@@ -44,19 +44,20 @@ RETRY_MESSAGE = (
 )
 
 
+def forwarded_address(request: HttpRequest) -> str | None:
+    """With LADDER_TRUSTED_PROXY_HOPS proxies in front, the entry of X-Forwarded-For that the outermost
+    trusted proxy appended (what a client sends itself sits further left and is ignored); else None."""
+    hops = int(settings.LADDER_TRUSTED_PROXY_HOPS)
+    forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
+    forwarded = [part for part in forwarded if part]
+    return forwarded[-hops] if 0 < hops <= len(forwarded) else None
+
+
 def client_address(request: HttpRequest | None) -> str:
-    """The client's address: REMOTE_ADDR, or with LADDER_TRUSTED_PROXY_HOPS proxies in front, the
-    entry of X-Forwarded-For that the outermost trusted proxy appended (what a client sends itself
-    sits further left and is ignored)."""
+    """The client's address: the forwarded one behind trusted proxies, else REMOTE_ADDR."""
     if request is None:
         return "unknown"
-    hops = int(settings.LADDER_TRUSTED_PROXY_HOPS)
-    if hops > 0:
-        forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
-        forwarded = [part for part in forwarded if part]
-        if len(forwarded) >= hops:
-            return forwarded[-hops]
-    return str(request.META.get("REMOTE_ADDR") or "unknown")
+    return forwarded_address(request) or str(request.META.get("REMOTE_ADDR") or "unknown")
 
 
 def _digest(value: str) -> str:
