@@ -58,7 +58,8 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from functools import lru_cache
+from functools import lru_cache, partial
+from itertools import accumulate
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -94,7 +95,8 @@ GROUPINGS = ("subscription", "thrifty")
 RESOLUTION_OUTCOMES = (*(rung.label for rung in Rung), "empty")
 SUBSCRIPTION_OUTCOMES = (Rung.SUBSCRIPTION.label, "empty")  # auto/subscription serves nothing else
 CONNECTION = ["connection", "provider"]
-WINDOW = ["connection", "provider", "window"]
+connection_gauge = partial(GaugeMetricFamily, labels=CONNECTION)
+window_gauge = partial(GaugeMetricFamily, labels=[*CONNECTION, "window"])
 LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
 
 
@@ -102,9 +104,7 @@ LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
 
 
 @lru_cache(maxsize=8)
-def _networks(
-    cidrs: tuple[str, ...],
-) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+def _networks(cidrs: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
     try:
         return tuple(ipaddress.ip_network(cidr, strict=False) for cidr in cidrs)
     except ValueError as exc:
@@ -139,6 +139,10 @@ def allowed_networks(token: str) -> tuple[str, ...]:
     return () if token else LOOPBACK_NETWORKS
 
 
+def _refusal(text: str, status: int) -> HttpResponse:
+    return HttpResponse(f"metrics: {text}\n", status=status, content_type="text/plain; charset=utf-8")
+
+
 def access_refusal(request: HttpRequest) -> HttpResponse | None:
     """The 401/403 for a scrape the settings do not allow (None: allowed)."""
     expected = str(settings.LADDER_METRICS_TOKEN or "")
@@ -147,19 +151,13 @@ def access_refusal(request: HttpRequest) -> HttpResponse | None:
         networks = _networks(cidrs)
         refused = [a for a in _client_addresses(request) if not _address_allowed(a, networks)]
         if refused:
-            return HttpResponse(
-                f"metrics: address {refused[0] or '(none)'} is not in LADDER_METRICS_ALLOWED_NETWORKS\n",
-                status=403,
-                content_type="text/plain; charset=utf-8",
+            return _refusal(
+                f"address {refused[0] or '(none)'} is not in LADDER_METRICS_ALLOWED_NETWORKS", 403
             )
     if expected:
         scheme, _, sent = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(sent.strip().encode(), expected.encode()):
-            response = HttpResponse(
-                "metrics: send Authorization: Bearer <LADDER_METRICS_TOKEN>\n",
-                status=401,
-                content_type="text/plain; charset=utf-8",
-            )
+            response = _refusal("send Authorization: Bearer <LADDER_METRICS_TOKEN>", 401)
             response["WWW-Authenticate"] = 'Bearer realm="omniroute-ladder-metrics"'
             return response
     return None
@@ -181,8 +179,9 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
 # --- the figures ---------------------------------------------------------------------------------
 
 
-def _timestamp(moment: datetime) -> float:
-    return moment.timestamp()
+def _seconds_left(until: datetime | None, now: datetime) -> float:
+    """Seconds from now until `until`, 0 when it is past or None."""
+    return max(0.0, (until - now).total_seconds()) if until is not None else 0.0
 
 
 class LadderCollector(Collector):
@@ -202,30 +201,23 @@ class LadderCollector(Collector):
 
 
 def quota_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:
-    remaining = GaugeMetricFamily(
-        "ladder_quota_remaining_ratio",
-        "Remaining quota of a window in the connection's latest reading, 0-1",
-        labels=WINDOW,
+    remaining = window_gauge(
+        "ladder_quota_remaining_ratio", "Remaining quota of a window in the connection's latest reading, 0-1"
     )
-    latched = GaugeMetricFamily(
+    latched = window_gauge(
         "ladder_quota_window_latched",
         "1 while the window's hysteresis latch is set (usable again only above the re-entry floor)",
-        labels=WINDOW,
     )
-    resets = GaugeMetricFamily(
+    resets = window_gauge(
         "ladder_quota_window_reset_timestamp_seconds",
         "When the window resets, in Unix seconds (windows with a known reset time)",
-        labels=WINDOW,
     )
-    exhausts = GaugeMetricFamily(
+    exhausts = window_gauge(
         "ladder_window_exhausts_in_seconds",
         "Seconds until the window reaches the connection's cutoff at its current burn rate, 0 when "
         "due (windows with a forecast)",
-        labels=WINDOW,
     )
-    age = GaugeMetricFamily(
-        "ladder_reading_age_seconds", "Age of the connection's latest quota reading", labels=CONNECTION
-    )
+    age = connection_gauge("ladder_reading_age_seconds", "Age of the connection's latest quota reading")
     for connection in snapshot.connections:
         reading = connection.reading
         if reading is None:
@@ -236,9 +228,9 @@ def quota_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:
             remaining.add_metric(labels, window.remaining_pct / 100.0)
             latched.add_metric(labels, 1.0 if window.latched else 0.0)
             if window.reset_at is not None:
-                resets.add_metric(labels, _timestamp(window.reset_at))
+                resets.add_metric(labels, window.reset_at.timestamp())
             if window.exhausts_at is not None:
-                exhausts.add_metric(labels, max(0.0, (window.exhausts_at - now).total_seconds()))
+                exhausts.add_metric(labels, _seconds_left(window.exhausts_at, now))
     yield from (remaining, latched, resets, exhausts, age)
 
 
@@ -255,40 +247,33 @@ def connection_rungs(snapshot: Snapshot, connection: Connection) -> Counter[Rung
 
 
 def connection_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:
-    rung = GaugeMetricFamily(
+    rung = connection_gauge(
         "ladder_connection_rung",
         "Base rung of the connection: the lowest rung it serves on (0 subscription, 1 keyless, 2 free, "
         "3 cheap, 4 premium)",
-        labels=CONNECTION,
     )
     models = GaugeMetricFamily(
         "ladder_connection_models",
         "How many of the connection's models sit on each rung",
         labels=[*CONNECTION, "rung"],
     )
-    enabled = GaugeMetricFamily(
-        "ladder_connection_enabled", "1 when the connection is enabled", labels=CONNECTION
-    )
-    cooldown = GaugeMetricFamily(
+    enabled = connection_gauge("ladder_connection_enabled", "1 when the connection is enabled")
+    cooldown = connection_gauge(
         "ladder_connection_cooldown_seconds",
         "Seconds left of the connection's cooldown (0: not cooling down)",
-        labels=CONNECTION,
     )
-    reserve = GaugeMetricFamily(
+    reserve = connection_gauge(
         "ladder_connection_reserve_ratio",
         "Quota kept for the operator's own use, 0-1 (connections with a reserve)",
-        labels=CONNECTION,
     )
-    cutoff = GaugeMetricFamily(
+    cutoff = connection_gauge(
         "ladder_connection_cutoff_ratio",
         "Remaining quota at or below which the connection leaves the plan rung: max(exit cutoff, reserve)",
-        labels=CONNECTION,
     )
-    poll_interval = GaugeMetricFamily(
+    poll_interval = connection_gauge(
         "ladder_connection_poll_interval_seconds",
         "The connection's polling interval when slower than the refresh interval (its readings stay fresh "
         "that much longer)",
-        labels=CONNECTION,
     )
     for connection in snapshot.connections:
         labels = [connection.id, connection.provider]
@@ -304,8 +289,7 @@ def connection_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:
         for served_rung, count in sorted(counts.items()):
             models.add_metric([*labels, served_rung.label], count)
         enabled.add_metric(labels, 1.0 if connection.enabled else 0.0)
-        until = connection.cooldown_until
-        cooldown.add_metric(labels, max(0.0, (until - now).total_seconds()) if until is not None else 0.0)
+        cooldown.add_metric(labels, _seconds_left(connection.cooldown_until, now))
     yield from (rung, models, enabled, cooldown, reserve, cutoff, poll_interval)
 
 
@@ -328,7 +312,7 @@ def budget_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:
             budget.add_metric([item.rung], item.budget_usd)
     ends = {item.period_ends_at for item in budgets.values()}
     if ends:
-        period_end.add_metric([], _timestamp(min(ends)))
+        period_end.add_metric([], min(ends).timestamp())
     yield from (spend, budget, period_end)
 
 
@@ -407,23 +391,18 @@ def redis_families() -> Iterator[Metric]:
     except HotStateUnavailable as exc:
         logger.warning("metrics: the Redis counters are unavailable (%s)", exc)
         up.add_metric([], 0.0)
-        yield from (up, resolutions, polls, failures, durations)
-        return
-    up.add_metric([], 1.0)
-    for grouping in GROUPINGS:
-        for outcome in RESOLUTION_OUTCOMES if grouping == "thrifty" else SUBSCRIPTION_OUTCOMES:
-            resolutions.add_metric([grouping, outcome], counted.get((grouping, outcome), 0))
-    providers = sorted({provider for provider, _ in figures.polls} | set(figures.durations))
-    for provider in providers:
-        for outcome in FAILURE_OUTCOMES:
-            failures.add_metric([provider, outcome], figures.polls.get((provider, outcome), 0))
-    for (provider, outcome), count in sorted(figures.polls.items()):
-        polls.add_metric([provider, outcome], count)
-    for provider, timed in sorted(figures.durations.items()):
-        cumulative = 0
-        buckets: list[tuple[str, float]] = []
-        for bound, count in zip([*map(str, DURATION_BUCKETS_S), "+Inf"], timed.buckets, strict=True):
-            cumulative += count
-            buckets.append((bound, cumulative))
-        durations.add_metric([provider], buckets, sum_value=timed.sum_s)
+    else:
+        up.add_metric([], 1.0)
+        for grouping in GROUPINGS:
+            for outcome in RESOLUTION_OUTCOMES if grouping == "thrifty" else SUBSCRIPTION_OUTCOMES:
+                resolutions.add_metric([grouping, outcome], counted.get((grouping, outcome), 0))
+        for provider in sorted({provider for provider, _ in figures.polls} | set(figures.durations)):
+            for outcome in FAILURE_OUTCOMES:
+                failures.add_metric([provider, outcome], figures.polls.get((provider, outcome), 0))
+        for (provider, outcome), count in sorted(figures.polls.items()):
+            polls.add_metric([provider, outcome], count)
+        bounds = [*map(str, DURATION_BUCKETS_S), "+Inf"]
+        for provider, timed in sorted(figures.durations.items()):
+            buckets = list(zip(bounds, accumulate(timed.buckets), strict=True))
+            durations.add_metric([provider], buckets, sum_value=timed.sum_s)
     yield from (up, resolutions, polls, failures, durations)
