@@ -395,48 +395,34 @@ DEFAULT_FROM_EMAIL = os.getenv("DEFAULT_FROM_EMAIL", "ladder@localhost")
 LADDER_ALERT_EVALUATE_S = max(1, round(float(os.getenv("LADDER_ALERT_EVALUATE_S", "60"))))
 
 CELERY_TASK_DEFAULT_QUEUE = os.getenv("CELERY_TASK_DEFAULT_QUEUE", "celery")
+# The tasks' time limits (ladder.tasks keeps fallbacks of the same values).
 CELERY_TASK_ANNOTATIONS = {
-    "ladder.tasks.refresh_due": {
-        "time_limit": LADDER_REFRESH_TIME_LIMIT_S,
-        "soft_time_limit": LADDER_REFRESH_SOFT_TIME_LIMIT_S,
-    },
-    "ladder.tasks.refresh_connections": {
-        "time_limit": LADDER_REFRESH_TIME_LIMIT_S,
-        "soft_time_limit": LADDER_REFRESH_SOFT_TIME_LIMIT_S,
-    },
-    "ladder.tasks.deliver_alert": {
-        "time_limit": LADDER_ALERT_TIME_LIMIT_S,
-        "soft_time_limit": LADDER_ALERT_SOFT_TIME_LIMIT_S,
-    },
+    f"ladder.tasks.{task}": {"time_limit": hard_s, "soft_time_limit": soft_s}
+    for task, hard_s, soft_s in (
+        ("refresh_due", LADDER_REFRESH_TIME_LIMIT_S, LADDER_REFRESH_SOFT_TIME_LIMIT_S),
+        ("refresh_connections", LADDER_REFRESH_TIME_LIMIT_S, LADDER_REFRESH_SOFT_TIME_LIMIT_S),
+        ("deliver_alert", LADDER_ALERT_TIME_LIMIT_S, LADDER_ALERT_SOFT_TIME_LIMIT_S),
+    )
 }
-# Synced by name into django-celery-beat's database scheduler. Every entry expires: a tick no worker
-# started in time is dropped, never run late. The database scheduler stores "expire_seconds" (it
-# ignores "expires"); the default scheduler passes "expires" to apply_async.
-_REFRESH_EXPIRES_S = LADDER_REFRESH_BEAT_S
+
+
+def beat_entry(task: str, every_s: float, expires_s: float | None = None) -> dict[str, object]:
+    """ladder.tasks.<task> every `every_s`, expiring after one period unless told otherwise: a tick no
+    worker started in time is dropped, never run late. The database scheduler stores "expire_seconds"
+    (it ignores "expires"); the default scheduler passes "expires" to apply_async."""
+    expires = every_s if expires_s is None else expires_s
+    return {
+        "task": f"ladder.tasks.{task}",
+        "schedule": every_s,
+        "options": {"expires": expires, "expire_seconds": expires},
+    }
+
+
+# Synced by name into django-celery-beat's database scheduler.
 CELERY_BEAT_SCHEDULE = {
-    "ladder-refresh-due": {
-        "task": "ladder.tasks.refresh_due",
-        "schedule": LADDER_REFRESH_BEAT_S,
-        "options": {"expires": _REFRESH_EXPIRES_S, "expire_seconds": _REFRESH_EXPIRES_S},
-    },
-    "ladder-credentials-refresh": {
-        "task": "ladder.tasks.credentials_refresh",
-        "schedule": LADDER_CREDENTIAL_BEAT_S,
-        "options": {"expires": LADDER_CREDENTIAL_BEAT_S, "expire_seconds": LADDER_CREDENTIAL_BEAT_S},
-    },
-    "ladder-alerts-sweep": {
-        "task": "ladder.tasks.alert_deliveries_sweep",
-        "schedule": LADDER_ALERT_SWEEP_S,
-        "options": {"expires": LADDER_ALERT_SWEEP_S, "expire_seconds": LADDER_ALERT_SWEEP_S},
-    },
-    "ladder-alerts-evaluate": {
-        "task": "ladder.tasks.alerts_evaluate",
-        "schedule": LADDER_ALERT_EVALUATE_S,
-        "options": {"expires": LADDER_ALERT_EVALUATE_S, "expire_seconds": LADDER_ALERT_EVALUATE_S},
-    },
-    "ladder-readings-purge": {
-        "task": "ladder.tasks.readings_purge",
-        "schedule": 24 * 3600.0,
-        "options": {"expires": 3600, "expire_seconds": 3600},
-    },
+    "ladder-refresh-due": beat_entry("refresh_due", LADDER_REFRESH_BEAT_S),
+    "ladder-credentials-refresh": beat_entry("credentials_refresh", LADDER_CREDENTIAL_BEAT_S),
+    "ladder-alerts-sweep": beat_entry("alert_deliveries_sweep", LADDER_ALERT_SWEEP_S),
+    "ladder-alerts-evaluate": beat_entry("alerts_evaluate", LADDER_ALERT_EVALUATE_S),
+    "ladder-readings-purge": beat_entry("readings_purge", 24 * 3600.0, expires_s=3600),
 }
