@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 from argparse import ArgumentParser
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,15 @@ DEMO_CONNECTIONS: tuple[tuple[str, str, str, str, list[str] | None], ...] = (
     ("demo-anthropic-key", "anthropic-api", "anthropic", "apikey", None),
     ("demo-qwen", "qwen-oauth", "qwen", "oauth", None),
 )
+
+
+def local_secret(path: Path, make: Callable[[], str]) -> str:
+    """The secret kept in the file at `path` (in .local/, readable by this user only), made once."""
+    if not path.exists():
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        path.write_text(make())
+        path.chmod(0o600)
+    return path.read_text().strip()
 
 
 class Command(BaseCommand):
@@ -63,14 +73,8 @@ class Command(BaseCommand):
 
     def _demo_token(self) -> None:
         """The demo's gateway token: LADDER_DEMO_TOKEN, else a generated one kept in .local/."""
-        value = os.environ.get("LADDER_DEMO_TOKEN")
-        if not value:
-            path = Path(settings.BASE_DIR) / ".local" / "demo-token"
-            if not path.exists():
-                path.parent.mkdir(mode=0o700, exist_ok=True)
-                path.write_text(gateway_token_generate())
-                path.chmod(0o600)
-            value = path.read_text().strip()
+        local = Path(settings.BASE_DIR) / ".local" / "demo-token"
+        value = os.environ.get("LADDER_DEMO_TOKEN") or local_secret(local, gateway_token_generate)
         try:
             call_command("ladder_token_create", "demo", "--value", value, stdout=self.stdout)
         except CommandError as exc:
@@ -79,7 +83,9 @@ class Command(BaseCommand):
     def _admin_login(self) -> None:
         users = get_user_model()
         wanted = os.environ.get("LADDER_ADMIN_PASSWORD")
-        password = wanted or self._local_password()
+        # Generated once and kept in .local/, so that every `make run` can print it again.
+        local = Path(settings.BASE_DIR) / ".local" / "admin-password"
+        password = wanted or local_secret(local, lambda: secrets.token_urlsafe(12))
         user = users.objects.filter(username="admin").first()
         if user is None:
             user = users.objects.create_superuser("admin", "admin@localhost", password)
@@ -91,12 +97,3 @@ class Command(BaseCommand):
             return
         shown = "from LADDER_ADMIN_PASSWORD" if wanted else password
         self.stdout.write(self.style.SUCCESS(f"admin login: user admin, password {shown}"))
-
-    def _local_password(self) -> str:
-        """A generated password, kept in .local/ so that every `make run` can print it again."""
-        path = Path(settings.BASE_DIR) / ".local" / "admin-password"
-        if not path.exists():
-            path.parent.mkdir(mode=0o700, exist_ok=True)
-            path.write_text(secrets.token_urlsafe(12))
-            path.chmod(0o600)
-        return path.read_text().strip()

@@ -37,7 +37,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from ladder.management.commands.ladder_demo import DEMO_CONNECTIONS
+from ladder.management.commands.ladder_demo import DEMO_CONNECTIONS, local_secret
 from ladder.models import Connection, LadderConfiguration
 from ladder.security.logredact import redact_url
 from ladder.services import bump_state_version
@@ -62,14 +62,7 @@ DEMO_TOKEN_LIFETIME_S = 240.0
 def local_credential_key() -> str:
     """The key that encrypts credentials at rest: the environment's, else a local one made once."""
     key = os.environ.get("LADDER_CREDENTIAL_KEY")
-    if key:
-        return key
-    path = LOCAL_DIR / "credential.key"
-    if not path.exists():
-        LOCAL_DIR.mkdir(mode=0o700, exist_ok=True)
-        path.write_text(Fernet.generate_key().decode())
-        path.chmod(0o600)
-    return path.read_text().strip()
+    return key or local_secret(LOCAL_DIR / "credential.key", lambda: Fernet.generate_key().decode())
 
 
 @dataclass(frozen=True)
