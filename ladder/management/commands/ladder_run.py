@@ -193,26 +193,15 @@ class Command(BaseCommand):
 
         python = sys.executable
         manage = str(Path(settings.BASE_DIR) / "manage.py")
+        celery = [python, "-m", "celery", "-A", "omniroute"]
+        address = f"{options['host']}:{options['port']}"
         upstream = Child(
             "fake upstream", [python, "-m", "devtools.fakeupstream", "--port", str(options["upstream_port"])]
         )
         others = [
-            Child(
-                "worker",
-                [python, "-m", "celery", "-A", "omniroute", "worker", "--loglevel", "INFO", "-c", "2"],
-            ),
-            Child("beat", [python, "-m", "celery", "-A", "omniroute", "beat", "--loglevel", "INFO"]),
-            Child(
-                "web",
-                [
-                    python,
-                    manage,
-                    "runserver",
-                    "--noreload",
-                    "--insecure",
-                    f"{options['host']}:{options['port']}",
-                ],
-            ),
+            Child("worker", [*celery, "worker", "--loglevel", "INFO", "-c", "2"]),
+            Child("beat", [*celery, "beat", "--loglevel", "INFO"]),
+            Child("web", [python, manage, "runserver", "--noreload", "--insecure", address]),
         ]
         children: list[Child] = []
         try:
@@ -224,11 +213,7 @@ class Command(BaseCommand):
             for child in others:
                 self._start(child)
                 children.append(child)
-            self._say(
-                self.style.SUCCESS(
-                    f"OmniRoute Ladder at http://{options['host']}:{options['port']}/ — Ctrl-C stops all"
-                )
-            )
+            self._say(self.style.SUCCESS(f"OmniRoute Ladder at http://{address}/ — Ctrl-C stops all"))
             self._supervise(children, RestartPolicy.from_settings())
         finally:
             self._stop(children)
