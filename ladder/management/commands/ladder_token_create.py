@@ -19,7 +19,6 @@ OPTION_OF = {
     "connection_ids": "--connections",
     "spend_ceiling_usd": "--spend-ceiling",
     "value": "--value",
-    "name": "name",
 }
 
 
@@ -65,17 +64,16 @@ class Command(BaseCommand):
         name: str = options["name"]
         scopes = parse_scopes(options["scopes"])
         value: str | None = options["value"]
-        label = ",".join(scope for scope in SCOPES if scope in scopes)
         existing = GatewayToken.objects.filter(name=name.strip()).first()
         if existing is not None:
             if value is None or not hmac.compare_digest(existing.token_hash, gateway_token_hash(value)):
                 raise CommandError(
                     f"a gateway token named {name!r} already exists (revoke or delete it first)"
                 )
+            held = (existing.scope_resolve, existing.scope_report, existing.scope_credentials)
+            label = ",".join(scope for scope, on in zip(SCOPES, held, strict=True) if on)
             state = "revoked" if existing.revoked_at else "kept"
-            self.stdout.write(
-                f"gateway token {existing.name} ({state}, scopes {self._scopes(existing)}): {value}"
-            )
+            self.stdout.write(f"gateway token {existing.name} ({state}, scopes {label}): {value}")
             return
         try:
             token, plaintext = gateway_token_create(
@@ -93,24 +91,10 @@ class Command(BaseCommand):
                 for field, errors in exc.message_dict.items()
             )
             raise CommandError(messages) from None
-        limits = "".join(
-            (
-                f", connections {', '.join(token.connection_ids)}" if token.connection_ids else "",
-                f", spend ceiling ${token.spend_ceiling_usd}" if token.spend_ceiling_usd is not None else "",
-            )
-        )
+        label = ",".join(scope for scope in SCOPES if scope in scopes)
+        limits = f", connections {', '.join(token.connection_ids)}" if token.connection_ids else ""
+        if token.spend_ceiling_usd is not None:
+            limits += f", spend ceiling ${token.spend_ceiling_usd}"
         self.stdout.write(
             self.style.SUCCESS(f"gateway token {token.name} (scopes {label}{limits}): {plaintext}")
-        )
-
-    @staticmethod
-    def _scopes(token: GatewayToken) -> str:
-        return ",".join(
-            s
-            for s, on in (
-                ("resolve", token.scope_resolve),
-                ("report", token.scope_report),
-                ("credentials", token.scope_credentials),
-            )
-            if on
         )
