@@ -5,6 +5,8 @@ from ladder import metrics
 from ladder.gateway import connections, health, reports, resolve, schema
 
 app_name = "ladder"
+API_CONNECTION = "api/v1/connections/<str:connection_id>"
+PAGE_CONNECTION = "connections/<str:connection_id>"
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
@@ -16,22 +18,10 @@ urlpatterns = [
     path("api/v1/usage", reports.usage_report, name="usage"),
     path("api/v1/escalations", resolve.escalations_list, name="escalations"),
     path("api/v1/connections", connections.connections_list, name="connections"),
-    path("api/v1/connections/<str:connection_id>", connections.connection_detail, name="connection"),
-    path(
-        "api/v1/connections/<str:connection_id>/observations",
-        reports.connection_observations,
-        name="connection-observations",
-    ),
-    path(
-        "api/v1/connections/<str:connection_id>/credential",
-        connections.connection_credential,
-        name="connection-credential",
-    ),
-    path(
-        "api/v1/connections/<str:connection_id>/failures",
-        reports.connection_failures,
-        name="connection-failures",
-    ),
+    path(API_CONNECTION, connections.connection_detail, name="connection"),
+    path(f"{API_CONNECTION}/observations", reports.connection_observations, name="connection-observations"),
+    path(f"{API_CONNECTION}/credential", connections.connection_credential, name="connection-credential"),
+    path(f"{API_CONNECTION}/failures", reports.connection_failures, name="connection-failures"),
     re_path(r"^api/(?P<rest>.*)$", schema.not_found, name="api-not-found"),
     # The htmx dashboard (ladder.dashboard.views).
     path("", dashboard.overview, name="overview"),
@@ -39,16 +29,10 @@ urlpatterns = [
     path("logout/", dashboard.DashboardLogoutView.as_view(), name="logout"),
     path("pool/", dashboard.pool_preview, name="pool_preview"),
     path("escalations/", dashboard.escalations, name="escalations_page"),
-    path("connections/<str:connection_id>/", dashboard.connection_detail, name="connection_page"),
-    path(
-        "connections/<str:connection_id>/refresh", dashboard.connection_refresh_now, name="connection_refresh"
-    ),
-    path("connections/<str:connection_id>/reserve", dashboard.connection_reserve, name="connection_reserve"),
-    path(
-        "connections/<str:connection_id>/cli-file",
-        dashboard.connection_credential,
-        name="connection_cli_file",
-    ),
+    path(f"{PAGE_CONNECTION}/", dashboard.connection_detail, name="connection_page"),
+    path(f"{PAGE_CONNECTION}/refresh", dashboard.connection_refresh_now, name="connection_refresh"),
+    path(f"{PAGE_CONNECTION}/reserve", dashboard.connection_reserve, name="connection_reserve"),
+    path(f"{PAGE_CONNECTION}/cli-file", dashboard.connection_credential, name="connection_cli_file"),
     path("alerts/", dashboard.alerts, name="alerts"),
     path("alerts/channels/<int:channel_id>/test", dashboard.alert_channel_test, name="alert_channel_test"),
     path("alerts/rules/<int:rule_id>/", dashboard.alert_rule_edit, name="alert_rule_edit"),
