@@ -47,21 +47,18 @@ class Command(BaseCommand):
         parser.add_argument("--indent", type=int, default=None, help="pretty-print with this indent")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["export"]:
-            if options["state"]:
-                raise CommandError("--export takes no state file", returncode=2)
-            self._print(self._export(options), options["indent"])
-            return
-        if not options["state"]:
+        if options["export"] and options["state"]:
+            raise CommandError("--export takes no state file", returncode=2)
+        if not options["export"] and not options["state"]:
             raise CommandError("give a state file (or --export)", returncode=2)
         try:
-            document = self._resolve(options)
+            document = self._export(options) if options["export"] else self._resolve(options)
         except StateError as exc:
             raise CommandError(one_line(str(exc)), returncode=2) from None
         except AutoIdError as exc:
             field = "--model" if options["model"] is not None else "request.model"
             raise CommandError(one_line(f"{field}: {exc}"), returncode=2) from None
-        self._print(document, options["indent"])
+        self.stdout.write(dump_json_text(document, options["indent"]))
 
     def _resolve(self, options: dict[str, Any]) -> dict[str, Any]:
         state = decode_state(read_text(options["state"]))
@@ -77,11 +74,5 @@ class Command(BaseCommand):
     def _export(self, options: dict[str, Any]) -> dict[str, Any]:
         from ladder.selectors.snapshot import snapshot_load
 
-        try:
-            now = parse_time(options["now"], "--now") if options["now"] is not None else datetime.now(UTC)
-        except StateError as exc:
-            raise CommandError(one_line(str(exc)), returncode=2) from None
+        now = parse_time(options["now"], "--now") if options["now"] is not None else datetime.now(UTC)
         return state_to_dict(snapshot_load(now=now), now)
-
-    def _print(self, document: dict[str, Any], indent: int | None) -> None:
-        self.stdout.write(dump_json_text(document, indent))
