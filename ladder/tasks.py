@@ -30,8 +30,10 @@ from ladder.services.refresh.fanout import refresh_connections_run, refresh_due_
 # Worth retrying: the database or the broker was briefly unreachable. Upstream faults never raise
 # out of the services (they are classified and stored), so they never retry a whole task.
 TRANSIENT_ERRORS = (OperationalError, InterfaceError, BrokerOperationalError)
-REFRESH_TIME_LIMIT_S = 60
-REFRESH_SOFT_TIME_LIMIT_S = 50
+# Every task's time limits unless it sets its own; settings' CELERY_TASK_ANNOTATIONS sets those of the
+# refresh tasks and deliver_alert (LADDER_REFRESH_*, LADDER_ALERT_*), and a message may carry its own.
+TIME_LIMIT_S = 60
+SOFT_TIME_LIMIT_S = 50
 DEADLINE_SHARE = 0.6
 
 _P = ParamSpec("_P")
@@ -41,16 +43,16 @@ _R = TypeVar("_R")
 def _limits(task: Task) -> tuple[float, float]:
     """(hard, soft) time limits of this run: the message's own, else the task's."""
     requested = getattr(task.request, "timelimit", None) or (None, None)
-    hard = requested[0] or task.time_limit or REFRESH_TIME_LIMIT_S
-    soft = requested[1] or task.soft_time_limit or min(REFRESH_SOFT_TIME_LIMIT_S, hard)
+    hard = requested[0] or task.time_limit or TIME_LIMIT_S
+    soft = requested[1] or task.soft_time_limit or min(SOFT_TIME_LIMIT_S, hard)
     return float(hard), float(soft)
 
 
 def ladder_task(
     name: str,
     *,
-    soft_time_limit: int = REFRESH_SOFT_TIME_LIMIT_S,
-    time_limit: int = REFRESH_TIME_LIMIT_S,
+    soft_time_limit: int = SOFT_TIME_LIMIT_S,
+    time_limit: int = TIME_LIMIT_S,
     reject_on_worker_lost: bool = False,
 ) -> Callable[[Callable[Concatenate[Task[_P, _R], _P], _R]], Task[_P, _R]]:
     """A bound task (the services send it by ``name``) with its time limits, retried on
@@ -107,16 +109,9 @@ def readings_purge(self: Task, retention_days: float | None = None) -> dict[str,
     return deleted
 
 
-ALERT_TIME_LIMIT_S = 60
-ALERT_SOFT_TIME_LIMIT_S = 50
-
-
-@ladder_task(
-    "ladder.tasks.deliver_alert",
-    soft_time_limit=ALERT_SOFT_TIME_LIMIT_S,
-    time_limit=ALERT_TIME_LIMIT_S,
-    reject_on_worker_lost=True,  # a pool child killed mid-send: the message goes back to the queue
-)  # acks_late: a message is acknowledged only once its attempt is over
+# acks_late: a message is acknowledged only once its attempt is over; reject_on_worker_lost: a pool
+# child killed mid-send puts the message back on the queue.
+@ladder_task("ladder.tasks.deliver_alert", reject_on_worker_lost=True)
 def deliver_alert(self: Task, delivery_pk: int) -> str:
     """One attempt to send an alert delivery (ladder.services.alert_delivery): sent, failed, or the
     next attempt queued with backoff. A copy of a message that another one owns does nothing."""
