@@ -41,9 +41,8 @@ def encrypt_credential(plaintext: str) -> str:
 
 
 def decrypt_credential(token: str) -> str:
-    cipher = credential_cipher()
     try:
-        return cipher.decrypt(token.encode("ascii")).decode("utf-8")
+        return credential_cipher().decrypt(token.encode("ascii")).decode("utf-8")
     except (InvalidToken, UnicodeError) as exc:
         raise CredentialDecryptionError(
             "the stored credential cannot be decrypted with LADDER_CREDENTIAL_KEY "
@@ -53,9 +52,8 @@ def decrypt_credential(token: str) -> str:
 
 def rotate_credential(token: str) -> str:
     """The same credential encrypted with the first key (after a new key was put first in the list)."""
-    cipher = credential_cipher()
     try:
-        return cipher.rotate(token.encode("ascii")).decode("ascii")
+        return credential_cipher().rotate(token.encode("ascii")).decode("ascii")
     except (InvalidToken, UnicodeError) as exc:
         raise CredentialDecryptionError(
             "the stored credential cannot be decrypted with any key of LADDER_CREDENTIAL_KEY"
