@@ -62,7 +62,6 @@ from functools import lru_cache, partial
 from itertools import accumulate
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_safe
@@ -105,10 +104,8 @@ LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
 
 @lru_cache(maxsize=8)
 def _networks(cidrs: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
-    try:
-        return tuple(ipaddress.ip_network(cidr, strict=False) for cidr in cidrs)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"LADDER_METRICS_ALLOWED_NETWORKS: {exc}") from None
+    """Settings checked each CIDR at startup (envnetworks)."""
+    return tuple(ipaddress.ip_network(cidr, strict=False) for cidr in cidrs)
 
 
 def _client_addresses(request: HttpRequest) -> list[str]:
