@@ -114,7 +114,7 @@ def login_success_record(*, username: str) -> None:
     FixedWindowRateLimiter(local_storage()).clear(item, *key)  # counted here during an outage
 
 
-class ThrottledLoginFormMixin(AuthenticationForm):
+class ThrottledAuthenticationForm(AuthenticationForm):
     """An authentication form that counts its failures and refuses to check a throttled login."""
 
     retry_after_s: int | None = None
@@ -139,11 +139,7 @@ class ThrottledLoginFormMixin(AuthenticationForm):
         return cleaned
 
 
-class ThrottledAuthenticationForm(ThrottledLoginFormMixin):
-    pass
-
-
-class ThrottledAdminAuthenticationForm(ThrottledLoginFormMixin, AdminAuthenticationForm):
+class ThrottledAdminAuthenticationForm(ThrottledAuthenticationForm, AdminAuthenticationForm):
     pass
 
 
