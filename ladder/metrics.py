@@ -96,6 +96,8 @@ SUBSCRIPTION_OUTCOMES = (Rung.SUBSCRIPTION.label, "empty")  # auto/subscription 
 CONNECTION = ["connection", "provider"]
 connection_gauge = partial(GaugeMetricFamily, labels=CONNECTION)
 window_gauge = partial(GaugeMetricFamily, labels=[*CONNECTION, "window"])
+rung_gauge = partial(GaugeMetricFamily, labels=["rung"])
+kind_gauge = partial(GaugeMetricFamily, labels=["kind"])
 LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
 
 
@@ -291,13 +293,10 @@ def connection_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:
 
 
 def budget_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:
-    spend = GaugeMetricFamily(
-        "ladder_rung_spend_usd", "USD spent on the rung in the current budget period", labels=["rung"]
-    )
-    budget = GaugeMetricFamily(
+    spend = rung_gauge("ladder_rung_spend_usd", "USD spent on the rung in the current budget period")
+    budget = rung_gauge(
         "ladder_rung_budget_usd",
         "The rung's budget for the current period in USD (absent: not gated; 0: the rung is disabled)",
-        labels=["rung"],
     )
     period_end = GaugeMetricFamily(
         "ladder_budget_period_end_timestamp_seconds", "When the current budget period ends, in Unix seconds"
@@ -337,15 +336,12 @@ def alert_families(now: datetime) -> Iterator[Metric]:
         "takes its deliveries along)",
         labels=["kind", "status"],
     )
-    oldest = GaugeMetricFamily(
+    oldest = kind_gauge(
         "ladder_alert_delivery_oldest_pending_age_seconds",
         "Age of the oldest alert delivery still pending, by channel kind (0: none pending); one older than "
         "the retry schedule is stuck",
-        labels=["kind"],
     )
-    episodes = GaugeMetricFamily(
-        "ladder_alert_episodes_open", "Alert episodes open, by rule kind", labels=["kind"]
-    )
+    episodes = kind_gauge("ladder_alert_episodes_open", "Alert episodes open, by rule kind")
     figures = alert_delivery_figures()
     channel_kinds = sorted({*ALERT_CHANNEL_KINDS, *(kind for kind, _ in figures.counts)})
     for kind in channel_kinds:
