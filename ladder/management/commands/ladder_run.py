@@ -35,7 +35,6 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.utils import timezone
 
 from ladder.management.commands.ladder_demo import DEMO_CONNECTIONS, local_secret
 from ladder.models import Connection, LadderConfiguration
@@ -43,8 +42,7 @@ from ladder.security.logredact import redact_url
 from ladder.services import bump_state_version
 from ladder.services.alert_delivery import alert_channel_default_webhook
 from ladder.services.credentials import credential_import
-from ladder.services.refresh.claim import claim_deadline, connections_claim
-from ladder.services.refresh.fanout import connections_refresh_many
+from ladder.services.refresh.fanout import refresh_connections_run
 
 LOCAL_DIR = Path(settings.BASE_DIR) / ".local"
 DEMO_REFRESH_INTERVAL_S = 10.0
@@ -263,16 +261,11 @@ class Command(BaseCommand):
             f"demo: {connection} drains to 0 % over {DEMO_DRAIN_S / 60:g} min, "
             f"resets {DEMO_SPENT_S / 60:g} min later (and again)"
         )
-        now = timezone.now()
-        ids = connections_claim(
-            connection_ids=[row[0] for row in DEMO_CONNECTIONS], now=now, lease_s=FIRST_PASS_LEASE_S
-        )
-        summary = connections_refresh_many(
-            ids, claim_until=claim_deadline(now, FIRST_PASS_LEASE_S), deadline_s=20
-        )
+        demo_ids = [row[0] for row in DEMO_CONNECTIONS]
+        summary = refresh_connections_run(demo_ids, lease_s=FIRST_PASS_LEASE_S, deadline_s=20)
         outcomes = ", ".join(f"{name} {count}" for name, count in sorted(summary.outcomes.items()))
         self.stdout.write(
-            f"demo: first refresh pass over {len(ids)} connections: {outcomes or 'nothing to do'}"
+            f"demo: first refresh pass over {summary.claimed} connections: {outcomes or 'nothing to do'}"
         )
 
     def _demo_logins(self, control: httpx.Client) -> None:
