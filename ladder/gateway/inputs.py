@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from ladder.contract import api
+from ladder.contract.fault import Step, field_path, located, unknown_key, value_at
 from ladder.domain.autoid import AutoIdError, parse_auto_id
 from ladder.domain.types import Candidate
 from ladder.gateway.decorators import ApiError, invalid, unprocessable
@@ -26,10 +27,8 @@ T = TypeVar("T")
 
 # --- msgspec's errors, in the API's words -------------------------------------------------------
 
-_AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 _KEY = re.compile(r"^Object (?P<kind>missing required|contains unknown) field `(?P<key>[^`]*)`$")
 _BOUND = re.compile(r"^Expected `(?P<type>\w+)` (?P<length>of length )?(?P<op>[<>]=?) (?P<limit>[-\d.e+]+)$")
-_SEGMENT = re.compile(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]")
 _TYPE_WORDS = {
     "str": "a string",
     "int": "a whole number",
@@ -80,27 +79,10 @@ def _reworded(what: str) -> str:
     return what[:1].lower() + what[1:]
 
 
-def _parts(path: str) -> list[str | int]:
-    return [key or (index if index == "..." else int(index)) for key, index in _SEGMENT.findall(path)]
-
-
-def _joined(parts: list[str | int]) -> str:
-    text = ""
-    for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
-    return text
-
-
-def _first_bad_key(document: Any, parts: list[str | int]) -> str | int:
+def _first_bad_key(document: Any, steps: list[Step]) -> str:
     """The key of a header mapping (the requests' only open object) whose value msgspec refused."""
-    try:
-        node = document
-        for part in parts:
-            node = node[part]
-        items = list(node.items())
-    except (KeyError, IndexError, TypeError, AttributeError):
-        return "..."
-    for key, value in items:
+    headers = value_at(document, steps)
+    for key, value in headers.items() if isinstance(headers, dict) else ():
         try:
             msgspec.convert(value, api.HeaderValue)
         except msgspec.ValidationError:
@@ -108,51 +90,20 @@ def _first_bad_key(document: Any, parts: list[str | int]) -> str | int:
     return "..."
 
 
-def _struct_fields(kind: Any, parts: list[str | int]) -> tuple[str, ...]:
-    """The keys that the object at `parts` of a `kind` document accepts (for "accepted: ...")."""
-    info: Any = msgspec.inspect.type_info(kind)
-    for part in [*parts, None]:
-        while True:
-            if isinstance(info, msgspec.inspect.Metadata):
-                info = info.type
-            elif isinstance(info, msgspec.inspect.UnionType):
-                info = next((t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)), info)
-                if isinstance(info, msgspec.inspect.UnionType):
-                    return ()
-            else:
-                break
-        if part is None:
-            break
-        if isinstance(info, msgspec.inspect.StructType):
-            info = next((f.type for f in info.fields if f.encode_name == part), None)
-        elif isinstance(info, msgspec.inspect.VarTupleType | msgspec.inspect.ListType):
-            info = info.item_type
-        else:
-            return ()
-    if isinstance(info, msgspec.inspect.StructType):
-        return tuple(f.encode_name for f in info.fields)
-    return ()
-
-
 def decode_error(exc: msgspec.ValidationError, document: Any, kind: Any) -> ApiError:
     """A 400 naming the field at fault, in the form `events[3].cost_usd: must be ≥ 0`."""
-    found = _AT.match(str(exc))
-    assert found is not None  # the pattern matches any text
-    what, parts = found["what"], _parts(found["path"] or "")
-    if "..." in parts:
-        at = parts.index("...")
-        parts[at] = _first_bad_key(document, parts[:at])
+    what, steps = located(exc)
+    if "..." in steps:
+        at = steps.index("...")
+        steps[at] = _first_bad_key(document, steps[:at])
     key = _KEY.match(what)
-    if key is not None:
-        accepted = _struct_fields(kind, parts)
-        parts.append(key["key"])
-        if key["kind"] == "missing required":
-            message = "is required"
-        else:
-            message = "unknown key" + (f"; accepted: {', '.join(accepted)}" if accepted else "")
-    else:
+    if key is None:
         message = _reworded(what)
-    field = _joined(parts)
+    elif key["kind"] == "missing required":
+        message = "is required"
+    else:
+        message = unknown_key(kind, steps)
+    field = field_path([*steps, key["key"]] if key else steps)
     return invalid(f"{field}: {message}" if field else f"the body {message}", field or None)
 
 

@@ -26,6 +26,7 @@ import orjson
 from msgspec import UNSET
 from msgspec.structs import force_setattr
 
+from ladder.contract.fault import unknown_key
 from ladder.contract.state.errors import (
     MESSAGES,
     TEXT_MESSAGE,
@@ -33,15 +34,15 @@ from ladder.contract.state.errors import (
     choice_message,
     time_message,
     translate,
-    unknown_key,
 )
-from ladder.contract.state.shapes import State, StateFile
+from ladder.contract.state.shapes import NOT_ON_THE_WIRE, State, StateFile
 from ladder.domain.billing import normalise_auth_type
 from ladder.domain.types import (
     CONNECTION_ID_CHARACTER,
     CatalogEntry,
     Connection,
     LadderConfig,
+    Reading,
     Snapshot,
     Time,
     Window,
@@ -178,7 +179,7 @@ def _settle_connections(connections: tuple[Connection, ...]) -> None:
         if not (moment.tzinfo is utc and earliest <= moment <= latest):
             force_setattr(reading, "fetched_at", _utc(moment, f"connections[{i}].quota.fetched_at"))
         if reading.note:
-            raise StateError(f"connections[{i}].quota.note", unknown_key("quota"))
+            raise StateError(f"connections[{i}].quota.note", unknown_key(Reading, hidden=NOT_ON_THE_WIRE))
         if reading.observed_overage == "unknown":
             raise StateError(
                 f"connections[{i}].quota.observed_overage", choice_message("observed_overage", "unknown")
@@ -187,7 +188,10 @@ def _settle_connections(connections: tuple[Connection, ...]) -> None:
             if window.name.isspace() or (window.scope_models and any(map(blank, window.scope_models))):
                 _refuse_names(window, f"connections[{i}].quota.windows[{j}]")
             if window.exhausts_at is not None:  # the ladder's forecast, never a state file's input
-                raise StateError(f"connections[{i}].quota.windows[{j}].exhausts_at", unknown_key("windows"))
+                raise StateError(
+                    f"connections[{i}].quota.windows[{j}].exhausts_at",
+                    unknown_key(Window, hidden=NOT_ON_THE_WIRE),
+                )
             moment = window.reset_at
             if moment is not None and not (moment.tzinfo is utc and earliest <= moment <= latest):
                 path = f"connections[{i}].quota.windows[{j}].reset_at"

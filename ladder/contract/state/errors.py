@@ -13,28 +13,9 @@ from typing import Any
 
 import msgspec
 
-from ladder.contract.state.shapes import (
-    NOT_ON_THE_WIRE,
-    OBSERVED_OVERAGES,
-    CatalogRow,
-    ConfigFile,
-    RequestFile,
-    RungAmounts,
-    StateFile,
-)
-from ladder.domain.types import (
-    BILLINGS,
-    BUDGET_PERIODS,
-    CATEGORIES,
-    OVERAGES,
-    POLL_INTERVAL_MAX_S,
-    SOURCES,
-    Candidate,
-    Connection,
-    ModelEntry,
-    Reading,
-    Window,
-)
+from ladder.contract.fault import Step, field_path, located, unknown_key, value_at
+from ladder.contract.state.shapes import NOT_ON_THE_WIRE, OBSERVED_OVERAGES, StateFile
+from ladder.domain.types import BILLINGS, BUDGET_PERIODS, CATEGORIES, OVERAGES, POLL_INTERVAL_MAX_S, SOURCES
 
 
 class StateError(ValueError):
@@ -44,25 +25,7 @@ class StateError(ValueError):
         self.message = message
 
 
-_AT = re.compile(r"(?P<message>.*?)(?: - at `\$(?P<path>.*)`)?", re.S)
-_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
-_UNKNOWN = re.compile(r"Object contains unknown field `(?P<key>.*)`", re.S)
-_MISSING = re.compile(r"Object missing required field `(?P<key>.*)`", re.S)
-
-# The object a key names: its accepted keys are that Struct's (wire) field names.
-_SHAPE_OF: dict[str, type[msgspec.Struct]] = {
-    "": StateFile,
-    "config": ConfigFile,
-    "rung_budget_usd": RungAmounts,
-    "spend_usd": RungAmounts,
-    "billing_catalog": CatalogRow,
-    "models": ModelEntry,
-    "connections": Connection,
-    "quota": Reading,
-    "windows": Window,
-    "request": RequestFile,
-    "candidates": Candidate,
-}
+_KEY = re.compile(r"Object (?P<kind>missing required|contains unknown) field `(?P<key>.*)`", re.S)
 
 TEXT_MESSAGE = "must be a non-empty string"
 _PCT = "must be between 0 and 100"
@@ -107,41 +70,17 @@ _CHOICES: dict[str, tuple[tuple[str, ...], bool]] = {
 _TIMES = frozenset(("now", "reviewed_at", "cooldown_until", "fetched_at", "reset_at"))
 
 
-def translate(exc: msgspec.ValidationError, document: Any, prefix: str = "") -> StateError:
-    found = _AT.fullmatch(str(exc))
-    assert found is not None  # the pattern matches any text
-    said, at = found["message"], found["path"] or ""
-    steps: list[str | int] = [name if name else int(index) for name, index in _STEP.findall(at)]
-    path = _path(prefix, steps)
-    if key := _UNKNOWN.fullmatch(said):
-        return StateError(_path(path, [key["key"]]), unknown_key(_last_name(prefix, steps)))
-    if key := _MISSING.fullmatch(said):
-        return StateError(_path(path, [key["key"]]), "is required")
-    return StateError(path, _message(prefix, steps, said, _value_at(document, steps)))
+def translate(exc: msgspec.ValidationError, document: Any) -> StateError:
+    said, steps = located(exc)
+    if key := _KEY.fullmatch(said):
+        unknown = key["kind"] == "contains unknown"
+        message = unknown_key(StateFile, steps, NOT_ON_THE_WIRE) if unknown else "is required"
+        return StateError(field_path([*steps, key["key"]]), message)
+    return StateError(field_path(steps), _message(steps, said, value_at(document, steps)))
 
 
-def _path(prefix: str, steps: list[str | int]) -> str:
-    path = prefix
-    for step in steps:
-        path = f"{path}[{step}]" if isinstance(step, int) else f"{path}.{step}" if path else step
-    return path
-
-
-def _last_name(prefix: str, steps: list[str | int]) -> str:
-    names = [step for step in steps if isinstance(step, str)]
-    return names[-1] if names else prefix.rsplit(".", 1)[-1]
-
-
-def unknown_key(shape_name: str) -> str:
-    shape = _SHAPE_OF.get(shape_name)
-    if shape is None:
-        return "unknown key"
-    accepted = [f.encode_name for f in msgspec.structs.fields(shape) if f.encode_name not in NOT_ON_THE_WIRE]
-    return f"unknown key; accepted: {', '.join(accepted)}"
-
-
-def _message(prefix: str, steps: list[str | int], said: str, value: Any) -> str:
-    names = [prefix.rsplit(".", 1)[-1], *(step for step in steps if isinstance(step, str))]
+def _message(steps: list[Step], said: str, value: Any) -> str:
+    names = ["", *(step for step in steps if isinstance(step, str))]
     name = names[-1]
     item = bool(steps) and isinstance(steps[-1], int)
     key = f"{name}[]" if item else name
@@ -175,12 +114,3 @@ def time_message(value: Any) -> str:
     if moment.utcoffset() is None:
         return f"{value!r} has no zone; write Z or an offset such as +02:00"
     return f"{value!r} is not accepted; write it as 2026-08-22T12:00:00Z or with an offset such as +02:00"
-
-
-def _value_at(document: Any, steps: list[str | int]) -> Any:
-    for step in steps:
-        try:
-            document = document[step]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return document
