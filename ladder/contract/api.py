@@ -424,23 +424,5 @@ class Readiness(Answer, frozen=True):
     beat: Annotated[str, Meta(description='"ok", or "never: …" / "stale: …"')]
 
 
-COMPONENTS: tuple[type, ...] = (
-    Error,
-    ResolveRequest,
-    Resolution,
-    ModelList,
-    UsageEvent,
-    UsageBatch,
-    UsageResponse,
-    ObservationRequest,
-    ObservationResponse,
-    FailureRequest,
-    FailureResponse,
-    ConnectionList,
-    CredentialAnswer,
-    CredentialRequest,
-    CredentialStored,
-    EscalationList,
-    Health,
-    Readiness,
-)
+# The OpenAPI components (ladder.gateway.schema): every body above, and the shapes they hold.
+COMPONENTS: tuple[type, ...] = (*Request.__subclasses__(), *Answer.__subclasses__())
