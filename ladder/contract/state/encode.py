@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
@@ -14,17 +15,8 @@ from ladder.domain.types import BUDGET_RUNGS, LadderConfig, Reading, Snapshot
 
 
 def config_to_dict(config: LadderConfig) -> dict[str, Any]:
-    return {
-        "exit_cutoff_pct": config.exit_cutoff_pct,
-        "reentry_min_remaining_pct": config.reentry_min_remaining_pct,
-        "max_reading_age_s": config.max_reading_age_s,
-        "rung_budget_usd": dict(config.rung_budget_usd),
-        "budget_period": config.budget_period,
-        "free_max_input_usd_per_mtok": config.free_max_input_usd_per_mtok,
-        "cheap_max_input_usd_per_mtok": config.cheap_max_input_usd_per_mtok,
-        "refresh_interval_s": config.refresh_interval_s,
-        "max_event_cost_usd": config.max_event_cost_usd,
-    }
+    values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    return {**values, "rung_budget_usd": dict(config.rung_budget_usd)}
 
 
 def reading_to_dict(reading: Reading | None) -> dict[str, Any] | None:
