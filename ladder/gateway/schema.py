@@ -66,8 +66,12 @@ def _errors(*statuses: int) -> dict[str, Any]:
     }
 
 
-def _ok(schema: str, description: str) -> dict[str, Any]:
-    return {"200": {"description": description, "content": {JSON: {"schema": ref(schema)}}}}
+def _responses(schema: str, description: str, errors: tuple[int, ...]) -> dict[str, Any]:
+    """The 200 answer, a `schema` component, and the `errors`."""
+    return {
+        "200": {"description": description, "content": {JSON: {"schema": ref(schema)}}},
+        **_errors(*errors),
+    }
 
 
 def _body(schema: dict[str, Any]) -> dict[str, Any]:
@@ -112,6 +116,139 @@ ESCALATION_PARAMS = [
 BODY_ERRORS = (400, 401, 403, 405, 413, 415, 503)
 OPEN: list[dict[str, Any]] = []
 
+PATHS = {
+    "/api/v1/pools/resolve": {
+        "post": {
+            "operationId": "pools_resolve",
+            "summary": "The ordered, explained pool for an auto id (scope resolve)",
+            "requestBody": _body(ref("ResolveRequest")),
+            "responses": _responses("Resolution", "The resolution; an empty pool is a 200", BODY_ERRORS),
+        }
+    },
+    "/v1/models": {
+        "get": {
+            "operationId": "models_list",
+            "summary": "OpenAI-compatible list of the advertised auto ids",
+            "security": OPEN,
+            "responses": _responses("ModelList", "The auto ids", (401, 403, 405, 503)),
+        }
+    },
+    "/api/v1/usage": {
+        "post": {
+            "operationId": "usage_report",
+            "summary": "Report one usage event or a batch (scope report); idempotent by request_id",
+            "requestBody": _body({"oneOf": [ref("UsageEvent"), ref("UsageBatch")]}),
+            "responses": _responses(
+                "UsageResponse",
+                "Recorded (or replayed); the rung spend and budgets after it",
+                (*BODY_ERRORS, 409, 422, 429),
+            ),
+        }
+    },
+    "/api/v1/escalations": {
+        "get": {
+            "operationId": "escalations_list",
+            "summary": "The escalation log: each change of the rung an auto id's gateway resolutions start "
+            "on, oldest first (scope resolve). An audit trail: routing never reads it",
+            "parameters": ESCALATION_PARAMS,
+            "responses": _responses(
+                "EscalationList", "The events, oldest first", (400, 401, 403, 405, 422, 503)
+            ),
+        }
+    },
+    "/api/v1/connections": {
+        "get": {
+            "operationId": "connections_list",
+            "summary": "Every connection (verdict, rungs, reading); the budgets (scope resolve)",
+            "responses": _responses("ConnectionList", "The connections", (401, 403, 405, 503)),
+        }
+    },
+    "/api/v1/connections/{connection_id}": {
+        "get": {
+            "operationId": "connection_detail",
+            "summary": "One connection, in the list's shape (scope resolve)",
+            "parameters": [CONNECTION_ID_PARAM],
+            "responses": _responses("ConnectionList", "A list of one", (401, 403, 404, 405, 503)),
+        }
+    },
+    "/api/v1/connections/{connection_id}/observations": {
+        "post": {
+            "operationId": "connection_observations",
+            "summary": "Passive quota headers of an upstream reply (scope report)",
+            "parameters": [CONNECTION_ID_PARAM],
+            "requestBody": _body(ref("ObservationRequest")),
+            "responses": _responses(
+                "ObservationResponse", "The reading stored, or null", (*BODY_ERRORS, 404, 422, 429)
+            ),
+        }
+    },
+    "/api/v1/connections/{connection_id}/credential": {
+        "get": {
+            "operationId": "connection_credential_get",
+            "summary": "A ladder-owned access token, refreshed first when due (scope credentials)",
+            "parameters": [CONNECTION_ID_PARAM],
+            "responses": _responses(
+                "CredentialAnswer", "The current access token", (401, 403, 404, 405, 409, 429, 503)
+            ),
+        },
+        "put": {
+            "operationId": "connection_credential_put",
+            "summary": "A gateway-owned connection's new access token (scope credentials)",
+            "parameters": [CONNECTION_ID_PARAM],
+            "requestBody": _body(ref("CredentialRequest")),
+            "responses": _responses(
+                "CredentialStored", "What is stored, never the token", (*BODY_ERRORS, 404, 409, 422, 429)
+            ),
+        },
+    },
+    "/api/v1/connections/{connection_id}/failures": {
+        "post": {
+            "operationId": "connection_failures",
+            "summary": "An upstream failure, classified and acted on (scope report)",
+            "parameters": [CONNECTION_ID_PARAM],
+            "requestBody": _body(ref("FailureRequest")),
+            "responses": _responses(
+                "FailureResponse", "The classification and its effect", (*BODY_ERRORS, 404, 422, 429)
+            ),
+        }
+    },
+    "/api/v1/openapi.json": {
+        "get": {
+            "operationId": "openapi_schema",
+            "summary": "This document",
+            "security": OPEN,
+            "responses": {
+                "200": {"description": "OpenAPI 3.1", "content": {JSON: {"schema": {"type": "object"}}}},
+                **_errors(405),
+            },
+        }
+    },
+    "/healthz": {
+        "get": {
+            "operationId": "healthz",
+            "summary": "The process answers",
+            "security": OPEN,
+            "responses": _responses("Health", "Alive", (405,)),
+        }
+    },
+    "/readyz": {
+        "get": {
+            "operationId": "readyz",
+            "summary": "Database, Redis and the last beat tick",
+            "security": OPEN,
+            "responses": {
+                **_responses(
+                    "Readiness", "The database answers (Redis or beat may be down: see the body)", (405,)
+                ),
+                "503": {
+                    "description": "The database is down",
+                    "content": {JSON: {"schema": ref("Readiness")}},
+                },
+            },
+        }
+    },
+}
+
 
 @cache
 def _document() -> dict[str, Any]:
@@ -128,150 +265,7 @@ def _document() -> dict[str, Any]:
             "value silently.",
         },
         "security": [{"bearer": []}],
-        "paths": {
-            "/api/v1/pools/resolve": {
-                "post": {
-                    "operationId": "pools_resolve",
-                    "summary": "The ordered, explained pool for an auto id (scope resolve)",
-                    "requestBody": _body(ref("ResolveRequest")),
-                    "responses": {
-                        **_ok("Resolution", "The resolution; an empty pool is a 200"),
-                        **_errors(*BODY_ERRORS),
-                    },
-                }
-            },
-            "/v1/models": {
-                "get": {
-                    "operationId": "models_list",
-                    "summary": "OpenAI-compatible list of the advertised auto ids",
-                    "security": OPEN,
-                    "responses": {**_ok("ModelList", "The auto ids"), **_errors(401, 403, 405, 503)},
-                }
-            },
-            "/api/v1/usage": {
-                "post": {
-                    "operationId": "usage_report",
-                    "summary": "Report one usage event or a batch (scope report); idempotent by request_id",
-                    "requestBody": _body({"oneOf": [ref("UsageEvent"), ref("UsageBatch")]}),
-                    "responses": {
-                        **_ok("UsageResponse", "Recorded (or replayed); the rung spend and budgets after it"),
-                        **_errors(*BODY_ERRORS, 409, 422, 429),
-                    },
-                }
-            },
-            "/api/v1/escalations": {
-                "get": {
-                    "operationId": "escalations_list",
-                    "summary": "The escalation log: each change of the rung an auto id's gateway resolutions "
-                    "start on, oldest first (scope resolve). An audit trail: routing never reads it",
-                    "parameters": ESCALATION_PARAMS,
-                    "responses": {
-                        **_ok("EscalationList", "The events, oldest first"),
-                        **_errors(400, 401, 403, 405, 422, 503),
-                    },
-                }
-            },
-            "/api/v1/connections": {
-                "get": {
-                    "operationId": "connections_list",
-                    "summary": "Every connection (verdict, rungs, reading); the budgets (scope resolve)",
-                    "responses": {**_ok("ConnectionList", "The connections"), **_errors(401, 403, 405, 503)},
-                }
-            },
-            "/api/v1/connections/{connection_id}": {
-                "get": {
-                    "operationId": "connection_detail",
-                    "summary": "One connection, in the list's shape (scope resolve)",
-                    "parameters": [CONNECTION_ID_PARAM],
-                    "responses": {
-                        **_ok("ConnectionList", "A list of one"),
-                        **_errors(401, 403, 404, 405, 503),
-                    },
-                }
-            },
-            "/api/v1/connections/{connection_id}/observations": {
-                "post": {
-                    "operationId": "connection_observations",
-                    "summary": "Passive quota headers of an upstream reply (scope report)",
-                    "parameters": [CONNECTION_ID_PARAM],
-                    "requestBody": _body(ref("ObservationRequest")),
-                    "responses": {
-                        **_ok("ObservationResponse", "The reading stored, or null"),
-                        **_errors(*BODY_ERRORS, 404, 422, 429),
-                    },
-                }
-            },
-            "/api/v1/connections/{connection_id}/credential": {
-                "get": {
-                    "operationId": "connection_credential_get",
-                    "summary": "A ladder-owned access token, refreshed first when due (scope credentials)",
-                    "parameters": [CONNECTION_ID_PARAM],
-                    "responses": {
-                        **_ok("CredentialAnswer", "The current access token"),
-                        **_errors(401, 403, 404, 405, 409, 429, 503),
-                    },
-                },
-                "put": {
-                    "operationId": "connection_credential_put",
-                    "summary": "A gateway-owned connection's new access token (scope credentials)",
-                    "parameters": [CONNECTION_ID_PARAM],
-                    "requestBody": _body(ref("CredentialRequest")),
-                    "responses": {
-                        **_ok("CredentialStored", "What is stored, never the token"),
-                        **_errors(*BODY_ERRORS, 404, 409, 422, 429),
-                    },
-                },
-            },
-            "/api/v1/connections/{connection_id}/failures": {
-                "post": {
-                    "operationId": "connection_failures",
-                    "summary": "An upstream failure, classified and acted on (scope report)",
-                    "parameters": [CONNECTION_ID_PARAM],
-                    "requestBody": _body(ref("FailureRequest")),
-                    "responses": {
-                        **_ok("FailureResponse", "The classification and its effect"),
-                        **_errors(*BODY_ERRORS, 404, 422, 429),
-                    },
-                }
-            },
-            "/api/v1/openapi.json": {
-                "get": {
-                    "operationId": "openapi_schema",
-                    "summary": "This document",
-                    "security": OPEN,
-                    "responses": {
-                        "200": {
-                            "description": "OpenAPI 3.1",
-                            "content": {JSON: {"schema": {"type": "object"}}},
-                        },
-                        **_errors(405),
-                    },
-                }
-            },
-            "/healthz": {
-                "get": {
-                    "operationId": "healthz",
-                    "summary": "The process answers",
-                    "security": OPEN,
-                    "responses": {**_ok("Health", "Alive"), **_errors(405)},
-                }
-            },
-            "/readyz": {
-                "get": {
-                    "operationId": "readyz",
-                    "summary": "Database, Redis and the last beat tick",
-                    "security": OPEN,
-                    "responses": {
-                        **_ok("Readiness", "The database answers (Redis or beat may be down: see the body)"),
-                        "503": {
-                            "description": "The database is down",
-                            "content": {JSON: {"schema": ref("Readiness")}},
-                        },
-                        **_errors(405),
-                    },
-                }
-            },
-        },
+        "paths": PATHS,
         "components": {
             "schemas": _schemas(),
             "securitySchemes": {
