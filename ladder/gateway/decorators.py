@@ -188,12 +188,7 @@ def authenticate(request: HttpRequest, scope: str) -> GatewayTokenGrant:
     token = gateway_token_authenticate(plaintext=plaintext, now=timezone.now())
     if token is None:
         raise ApiError(401, "invalid_token", "the gateway token is unknown or revoked", headers=challenge)
-    allowed = {
-        "resolve": token.scope_resolve,
-        "report": token.scope_report,
-        "credentials": token.scope_credentials,
-    }
-    if not allowed.get(scope, False):
+    if not getattr(token, f"scope_{scope}", False):
         raise ApiError(403, "insufficient_scope", f"the gateway token {token.name!r} lacks scope {scope!r}")
     return token
 
@@ -267,30 +262,25 @@ def api_view(*, methods: Collection[str], scope: str | None = None) -> Callable[
                     request.gateway_token = token  # type: ignore[attr-defined]
                     if scope == "report":
                         report_rate_check(token)
-                response = view(request, *args, **kwargs)
-            except ApiError as error:
-                drain_body(request)
-                return error.response()
+                return view(request, *args, **kwargs)
+            except ApiError as refused:
+                error = refused
             except (OperationalError, InterfaceError) as exc:
                 release_frames(exc)
-                drain_body(request)
                 logger.warning("database unavailable: %s", exc)
                 message = "the database is unavailable; retry shortly"
-                return ApiError(503, "database_unavailable", message, headers={"Retry-After": "5"}).response()
+                error = ApiError(503, "database_unavailable", message, headers={"Retry-After": "5"})
             except DatabaseError as exc:
-                drain_body(request)
                 logger.exception("database error answering %s %s", request.method, request.path)
                 release_frames(exc)
-                return ApiError(
-                    500, "internal_error", "the ladder met an unexpected database error"
-                ).response()
+                error = ApiError(500, "internal_error", "the ladder met an unexpected database error")
             except Exception:
                 if settings.LADDER_API_PROPAGATE_EXCEPTIONS:
                     raise
-                drain_body(request)
                 logger.exception("unexpected error answering %s %s", request.method, request.path)
-                return ApiError(500, "internal_error", "the ladder met an unexpected error").response()
-            return response
+                error = ApiError(500, "internal_error", "the ladder met an unexpected error")
+            drain_body(request)
+            return error.response()
 
         return csrf_exempt(wrapper)
 
