@@ -156,37 +156,35 @@ def moment(value: str, field: str) -> datetime:
     return usable_time(when, field)
 
 
-def _header_text(value: api.HeaderValue) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return ", ".join(value)
-    return str(value)
-
-
 def header_texts(headers: Mapping[str, api.HeaderValue]) -> dict[str, str]:
     """Header names to text: numbers written as text, a list joined with ", "."""
-    return {name: _header_text(value) for name, value in headers.items()}
+    return {
+        name: ", ".join(value) if isinstance(value, list) else str(value) for name, value in headers.items()
+    }
 
 
 # --- the bodies -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ResolveInput:
-    model: Any  # checked by the domain's auto-id grammar (a 400 naming `model`)
-    candidates: tuple[Candidate, ...] | None
+def check_auto_id(value: Any, field: str) -> None:
+    """A 400 `invalid_model` unless `value` is an auto id of the grammar (DESIGN L13)."""
+    try:
+        parse_auto_id(value)
+    except AutoIdError as exc:
+        raise invalid(f"{field}: {exc}", field, code="invalid_model") from None
 
 
-def resolve_input(document: Any) -> ResolveInput:
+def resolve_input(document: Any) -> tuple[str, tuple[Candidate, ...] | None]:
+    """The auto id and the candidates (None: built from the model catalog) of a resolve body."""
     request = decode(document, api.ResolveRequest)
+    check_auto_id(request.model, "model")
     candidates = None
     if request.candidates is not None:
         candidates = tuple(
             Candidate(c.provider, c.model, c.connection_id, c.allowed_connection_ids)
             for c in request.candidates
         )
-    return ResolveInput(model=request.model, candidates=candidates)
+    return request.model, candidates
 
 
 def _usage(event: api.UsageEvent, path: str) -> UsageInput:
@@ -271,10 +269,7 @@ def escalations_query(query: Mapping[str, list[str]]) -> EscalationsQuery:
             raise invalid(f"{key}: unknown query parameter; accepted: {accepted}", key)
     auto_id = _one_value(query, "auto_id")
     if auto_id is not None:
-        try:
-            parse_auto_id(auto_id)
-        except AutoIdError as exc:
-            raise invalid(f"auto_id: {exc}", "auto_id", code="invalid_model") from None
+        check_auto_id(auto_id, "auto_id")
     since_text = _one_value(query, "since")
     since = None
     if since_text is not None:

@@ -10,11 +10,11 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from ladder.contract import api
-from ladder.domain import AutoIdError, advertised_auto_ids, parse_auto_id, resolution_to_dict, resolve
+from ladder.domain import advertised_auto_ids, resolution_to_dict, resolve
 from ladder.domain.types import Rung
 from ladder.gateway import clock
 from ladder.gateway.answers import answer, utc
-from ladder.gateway.decorators import api_view, authenticate, invalid, read_json_body
+from ladder.gateway.decorators import api_view, authenticate, read_json_body
 from ladder.gateway.inputs import escalations_query, resolve_input
 from ladder.gateway.snapshot_cache import snapshot_cache
 from ladder.selectors.escalations import EscalationRecord
@@ -43,13 +43,9 @@ def models_list(request: HttpRequest) -> HttpResponse:
 
 @api_view(methods=("POST",), scope="resolve")
 def pools_resolve(request: HttpRequest) -> HttpResponse:
-    payload = resolve_input(read_json_body(request))
-    try:
-        parse_auto_id(payload.model)
-    except AutoIdError as exc:
-        raise invalid(f"model: {exc}", "model", code="invalid_model") from None
+    model, candidates = resolve_input(read_json_body(request))
     now = clock.current_time()
-    resolution = resolve(snapshot_cache.get(now), payload.model, payload.candidates, now)
+    resolution = resolve(snapshot_cache.get(now), model, candidates, now)
     escalation_observe(resolution=resolution, now=now)  # the audit trail; never raises
     if resolution.refresh:
         _refresh(list(resolution.refresh))
