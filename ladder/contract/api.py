@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from ladder.domain.autoid import TIERS, compose_auto_id
+from ladder.domain.autoid import TIERS, advertised_auto_ids
 from ladder.domain.types import BILLINGS, BUDGET_RUNGS, CATEGORIES, FAILURE_CLASSES, OVERAGES, SOURCES, Reason
 from ladder.domain.windows import POLL_INTERVAL_MAX_S
 
@@ -35,11 +35,8 @@ EMPTY_CODES = ("no_candidates", "no_verified_subscription_quota", "all_rungs_exh
 TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?Z$"
 
 
-def accepted_auto_ids() -> list[str]:
-    """Every id of the L13 grammar: a closed set, so the schema says exactly what a 200 needs."""
-    return [compose_auto_id(tier) for tier in TIERS] + [
-        compose_auto_id(tier, category) for category in CATEGORIES for tier in TIERS
-    ]
+# Every id of the L13 grammar: a closed set, so the schema says exactly what a 200 needs.
+AUTO_IDS = advertised_auto_ids(frozenset(CATEGORIES))
 
 
 def one_of(values: tuple[str, ...] | list[str], description: str | None = None) -> Meta:
@@ -120,7 +117,7 @@ class ResolveRequest(Request, frozen=True):
     model: Annotated[
         Any,
         Meta(
-            extra_json_schema={"enum": accepted_auto_ids(), "examples": ["auto/coding:thrifty"]},
+            extra_json_schema={"enum": AUTO_IDS, "examples": ["auto/coding:thrifty"]},
             description="auto/subscription, auto/thrifty or auto/<category>:<tier> "
             f"(category: {', '.join(CATEGORIES)}; tier: {', '.join(TIERS)})",
         ),

@@ -90,7 +90,7 @@ ESCALATION_PARAMS = [
         "name": "auto_id",
         "in": "query",
         "required": False,
-        "schema": {"enum": api.accepted_auto_ids(), "examples": ["auto/thrifty"]},
+        "schema": {"enum": api.AUTO_IDS, "examples": ["auto/thrifty"]},
         "description": "Only this auto id's events",
     },
     {
