@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -217,30 +216,13 @@ def usage_input(document: Any) -> list[UsageInput]:
     return [_usage(decode(document, api.UsageEvent), "")]
 
 
-# --- the escalation log's query string --------------------------------------------------------
-
-ESCALATION_QUERY_KEYS = ("auto_id", "since", "limit")
-ESCALATIONS_DEFAULT_LIMIT = 100
-ESCALATIONS_MAX_LIMIT = 1000
-
-
-@dataclass(frozen=True)
-class EscalationsQuery:
-    auto_id: str | None
-    since: datetime | None
-    limit: int
-
-
-CREDENTIAL_FIELDS = ("access_token", "expires_at", "account_id")
-
-
 def credential_input(document: Any, now: datetime) -> tuple[str, datetime, str | None]:
     """PUT /connections/{id}/credential: the token, its expiry (in the future) and its account.
     A bad value of a known field is a 422 naming it (API.md); a wrong shape or key stays a 400."""
     try:
         request = decode(document, api.CredentialRequest)
     except ApiError as error:
-        if error.field in CREDENTIAL_FIELDS and "unknown key" not in error.message:
+        if error.field in api.CredentialRequest.__struct_fields__ and "unknown key" not in error.message:
             raise unprocessable(error.message, error.field) from None
         raise
     token = request.access_token
@@ -254,6 +236,13 @@ def credential_input(document: Any, now: datetime) -> tuple[str, datetime, str |
     return token, expires_at, request.account_id
 
 
+# --- the escalation log's query string --------------------------------------------------------
+
+ESCALATION_QUERY_KEYS = ("auto_id", "since", "limit")
+ESCALATIONS_DEFAULT_LIMIT = 100
+ESCALATIONS_MAX_LIMIT = 1000
+
+
 def _one_value(query: Mapping[str, list[str]], key: str) -> str | None:
     values = query.get(key) or []
     if len(values) > 1:
@@ -261,8 +250,9 @@ def _one_value(query: Mapping[str, list[str]], key: str) -> str | None:
     return values[0] if values else None
 
 
-def escalations_query(query: Mapping[str, list[str]]) -> EscalationsQuery:
-    """The query string of GET /api/v1/escalations (each key to its list of values)."""
+def escalations_query(query: Mapping[str, list[str]]) -> tuple[str | None, datetime | None, int]:
+    """The auto id, the time since and the limit of GET /api/v1/escalations's query string (each key
+    to its list of values)."""
     for key in query:
         if key not in ESCALATION_QUERY_KEYS:
             accepted = ", ".join(ESCALATION_QUERY_KEYS)
@@ -285,4 +275,4 @@ def escalations_query(query: Mapping[str, list[str]]) -> EscalationsQuery:
         if not whole or not 1 <= int(limit_text) <= ESCALATIONS_MAX_LIMIT:
             raise invalid(f"limit: must be a whole number from 1 to {ESCALATIONS_MAX_LIMIT}", "limit")
         limit = int(limit_text)
-    return EscalationsQuery(auto_id=auto_id, since=since, limit=limit)
+    return auto_id, since, limit

@@ -80,6 +80,6 @@ def escalation_answer(event: EscalationRecord) -> api.Escalation:
 
 @api_view(methods=("GET",), scope="resolve")
 def escalations_list(request: HttpRequest) -> HttpResponse:
-    query = escalations_query(dict(request.GET.lists()))
-    events = escalation_events(auto_id=query.auto_id, since=query.since, limit=query.limit)
+    auto_id, since, limit = escalations_query(dict(request.GET.lists()))
+    events = escalation_events(auto_id=auto_id, since=since, limit=limit)
     return answer(api.EscalationList(escalations=tuple(escalation_answer(event) for event in events)))
