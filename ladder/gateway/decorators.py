@@ -155,15 +155,13 @@ def read_json_body(request: HttpRequest) -> Any:
         raise invalid("the body is empty; send a JSON object", code="invalid_json")
     try:
         document = json.loads(text, parse_constant=_reject_constant, parse_float=_json_number)
+        _check_strings(document)
+        # The duplicate check parses again when it must, at the edge of the depth the first parse allowed.
+        repeated = duplicate_key_path(raw, document)
     except RecursionError:
         raise invalid("the body is nested too deeply", code="invalid_json") from None
     except ValueError as exc:
         raise invalid(f"the body is not valid JSON: {exc}", code="invalid_json") from None
-    _check_strings(document)
-    try:
-        repeated = duplicate_key_path(raw, document)
-    except RecursionError:  # its second parse, at the edge of the depth that the first one allowed
-        raise invalid("the body is nested too deeply", code="invalid_json") from None
     if repeated is not None:
         raise invalid(f"{repeated or EMPTY_KEY}: duplicate key", repeated)
     return document
@@ -195,8 +193,7 @@ def authenticate(request: HttpRequest, scope: str) -> GatewayTokenGrant:
 
 def request_token(request: HttpRequest) -> GatewayTokenGrant | None:
     """The gateway token that api_view authenticated for this request (None on an open view)."""
-    token: GatewayTokenGrant | None = getattr(request, "gateway_token", None)
-    return token
+    return getattr(request, "gateway_token", None)
 
 
 def report_rate_check(token: GatewayTokenGrant) -> None:
