@@ -28,11 +28,9 @@ class StateError(ValueError):
 _KEY = re.compile(r"Object (?P<kind>missing required|contains unknown) field `(?P<key>.*)`", re.S)
 
 TEXT_MESSAGE = "must be a non-empty string"
-_PCT = "must be between 0 and 100"
 # By field name (or parent.name, or name[] for a list's items), its message whatever msgspec said.
 MESSAGES: dict[str, str] = {
-    "remaining_pct": _PCT,
-    "reserve_pct": _PCT,
+    **dict.fromkeys(("remaining_pct", "reserve_pct"), "must be between 0 and 100"),
     "poll_interval_s": f"must be a number of seconds above 0 and at most {POLL_INTERVAL_MAX_S:g}, or null",
     "connections.id": "must be 1–64 characters of A–Z, a–z, 0–9, '.', '_', ':' or '-'",
     **dict.fromkeys(
@@ -40,23 +38,20 @@ MESSAGES: dict[str, str] = {
         TEXT_MESSAGE,
     ),
     **dict.fromkeys(("scope_models[]", "models[]", "allowed_connection_ids[]"), TEXT_MESSAGE),
-    "request.model": "must be a string",
+    **dict.fromkeys(("request.model", "notes"), "must be a string"),
     "auth_type": "must be a string or null",
-    "notes": "must be a string",
-    "input_usd_per_mtok": "must be a number ≥ 0 or null",
-    "output_usd_per_mtok": "must be a number ≥ 0 or null",
+    **dict.fromkeys(("input_usd_per_mtok", "output_usd_per_mtok"), "must be a number ≥ 0 or null"),
     **dict.fromkeys(("keyless", "enabled", "free", "verifiable", "latched"), "must be true or false"),
-    "exit_cutoff_pct": "must be a number between 0 and 100",
-    "reentry_min_remaining_pct": "must be a number between 0 and 100",
-    "max_reading_age_s": "must be a positive number",
-    "refresh_interval_s": "must be a positive number",
-    "max_event_cost_usd": "must be a number ≥ 0",
-    "free_max_input_usd_per_mtok": "must be a number ≥ 0",
-    "cheap_max_input_usd_per_mtok": "must be a number ≥ 0",
-    "rung_budget_usd.cheap": "must be a number ≥ 0 (0 disables the rung)",
-    "rung_budget_usd.premium": "must be a number ≥ 0 (0 disables the rung)",
-    "spend_usd.cheap": "must be a number ≥ 0",
-    "spend_usd.premium": "must be a number ≥ 0",
+    **dict.fromkeys(("exit_cutoff_pct", "reentry_min_remaining_pct"), "must be a number between 0 and 100"),
+    **dict.fromkeys(("max_reading_age_s", "refresh_interval_s"), "must be a positive number"),
+    **dict.fromkeys(
+        ("max_event_cost_usd", "free_max_input_usd_per_mtok", "cheap_max_input_usd_per_mtok"),
+        "must be a number ≥ 0",
+    ),
+    **dict.fromkeys(("spend_usd.cheap", "spend_usd.premium"), "must be a number ≥ 0"),
+    **dict.fromkeys(
+        ("rung_budget_usd.cheap", "rung_budget_usd.premium"), "must be a number ≥ 0 (0 disables the rung)"
+    ),
 }
 _CHOICES: dict[str, tuple[tuple[str, ...], bool]] = {
     "billing": (BILLINGS, False),
