@@ -24,19 +24,15 @@ def ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _closed(schema: dict[str, Any]) -> dict[str, Any]:
-    """An answer's object, closed: the ladder sends no other key (a client ignores keys it does not know,
-    so its Struct stays open)."""
-    if schema.get("type") == "object" and "properties" in schema:
-        schema.setdefault("additionalProperties", False)
-    return schema
-
-
 def _schemas() -> dict[str, Any]:
     _, components = msgspec.json.schema_components(api.COMPONENTS, ref_template="#/components/schemas/{name}")
     for schema in components.values():
         schema.pop("title", None)
-    return {name: _closed(schema) for name, schema in components.items()}
+        # An answer's object is closed: the ladder sends no other key (a client ignores keys it does
+        # not know, so its Struct stays open).
+        if schema.get("type") == "object" and "properties" in schema:
+            schema.setdefault("additionalProperties", False)
+    return components
 
 
 ERROR_TEXT = {
