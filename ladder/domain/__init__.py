@@ -8,10 +8,9 @@ from ladder.domain.autoid import (
     AutoIdError,
     advertised_auto_ids,
     compose_auto_id,
-    is_paid_tier_auto_id,
     parse_auto_id,
 )
-from ladder.domain.billing import BillingVerdict, classify_billing, normalise_auth_type
+from ladder.domain.billing import classify_billing, normalise_auth_type
 from ladder.domain.budgets import period_bounds, rung_budgets
 from ladder.domain.config import build_config, config_errors
 from ladder.domain.cooldown import (
@@ -30,7 +29,6 @@ from ladder.domain.types import (
     Connection,
     Empty,
     Exclusion,
-    Failure,
     LadderConfig,
     ModelEntry,
     PoolEntry,
@@ -46,13 +44,11 @@ from ladder.domain.windows import applicable_windows, is_fresh, is_usable, next_
 __all__ = [
     "AutoId",
     "AutoIdError",
-    "BillingVerdict",
     "Candidate",
     "CatalogEntry",
     "Connection",
     "Empty",
     "Exclusion",
-    "Failure",
     "LadderConfig",
     "ModelEntry",
     "PoolEntry",
@@ -72,7 +68,6 @@ __all__ = [
     "config_errors",
     "economic_tier",
     "is_fresh",
-    "is_paid_tier_auto_id",
     "is_usable",
     "next_latch",
     "normalise_auth_type",

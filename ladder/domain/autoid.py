@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from ladder.domain.types import CATEGORIES, Grouping
 
 TIERS: tuple[Grouping, ...] = ("subscription", "thrifty")
-# Tiers that may bill past a plan. Neither accepted tier does, so no accepted id is paid-tier.
-PAID_TIERS: frozenset[str] = frozenset()
 PREFIX = "auto/"
 
 
@@ -63,15 +61,6 @@ def compose_auto_id(grouping: Grouping, category: str | None = None) -> str:
     if category not in CATEGORIES:
         raise AutoIdError(f"unknown category {category!r}; accepted: {', '.join(CATEGORIES)}")
     return f"{PREFIX}{category}:{grouping}"
-
-
-def is_paid_tier_auto_id(value: str) -> bool:
-    """True only for an auto id whose tier may bill past a plan: none of the accepted ids."""
-    try:
-        parsed = parse_auto_id(value)
-    except AutoIdError:
-        return False
-    return parsed.grouping in PAID_TIERS
 
 
 def advertised_auto_ids(categories_in_catalog: AbstractSet[str]) -> list[str]:

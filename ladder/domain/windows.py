@@ -97,11 +97,6 @@ def applicable_windows(reading: Reading, model: str) -> tuple[Window, ...]:
     return windows  # no window is scoped (the usual reading): all apply
 
 
-def is_exhausted(window: Window, limits: Thresholds) -> bool:
-    """At or below the global exit cutoff: spent, whatever the connection keeps in reserve."""
-    return window.remaining_pct <= limits.exit_cutoff_pct
-
-
 def is_usable(window: Window, limits: Thresholds) -> bool:
     """Latched: usable only above the connection's re-entry floor; unlatched: above its cutoff."""
     threshold = limits.floor_pct if window.latched else limits.cutoff_pct
@@ -142,12 +137,6 @@ def reset_passed(window: Window, now: datetime) -> bool:
 def is_fresh(reading: Reading, windows: tuple[Window, ...], now: datetime, limits: Thresholds) -> bool:
     """Young enough, and no applicable window describes a period that has already ended."""
     return not is_too_old(reading, now, limits) and not any(reset_passed(w, now) for w in windows)
-
-
-def needs_refresh(
-    reading: Reading | None, windows: tuple[Window, ...], now: datetime, limits: Thresholds
-) -> bool:
-    return reading is None or not is_fresh(reading, windows, now, limits)
 
 
 def blocks_as_evidence(window: Window, reading_fresh: bool, now: datetime, limits: Thresholds) -> bool:

@@ -9,7 +9,6 @@ from ladder.domain import (
     AutoIdError,
     advertised_auto_ids,
     compose_auto_id,
-    is_paid_tier_auto_id,
     parse_auto_id,
 )
 from ladder.domain.types import CATEGORIES, Grouping
@@ -104,16 +103,6 @@ def test_it_composes_what_it_parses(value: str, parsed: AutoId) -> None:
 def test_it_refuses_to_compose_an_id_outside_the_grammar(grouping: str, category: str | None) -> None:
     with pytest.raises(AutoIdError):
         compose_auto_id(grouping, category)  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize(("value", "parsed"), ACCEPTED)
-def test_it_never_calls_an_accepted_id_paid_tier(value: str, parsed: AutoId) -> None:
-    assert is_paid_tier_auto_id(value) is False
-
-
-@pytest.mark.parametrize("value", ["gpt-4o", "auto/coding:warp", ""])
-def test_it_does_not_call_a_refused_id_paid_tier(value: str) -> None:
-    assert is_paid_tier_auto_id(value) is False
 
 
 @pytest.mark.parametrize(

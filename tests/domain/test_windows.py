@@ -8,6 +8,7 @@ import pytest
 
 from ladder.domain import (
     LadderConfig,
+    Reason,
     Window,
     applicable_windows,
     is_fresh,
@@ -18,15 +19,14 @@ from ladder.domain import (
 from ladder.domain.types import Failure, SpentWindow
 from ladder.domain.windows import (
     ResetClamp,
+    blocking_reason,
     blocks_as_evidence,
     clamp_failure_resets,
     clamp_reading_resets,
     clamp_reset,
     effective_poll_interval_s,
     exhaust_windows,
-    is_exhausted,
     is_too_old,
-    needs_refresh,
     poll_floor_s,
     provider_poll_floor_s,
     reading_age_s,
@@ -99,7 +99,7 @@ def test_it_applies_hysteresis_to_usability(
 ) -> None:
     window = win(pct, latched=latched)
     assert is_usable(window, config) is usable
-    assert is_exhausted(window, config) is exhausted
+    assert (blocking_reason(window, config) == Reason.QUOTA_EXHAUSTED) is exhausted
 
 
 @pytest.mark.parametrize(
@@ -204,22 +204,6 @@ def test_it_uses_the_configured_reading_age() -> None:
 )
 def test_it_tells_when_a_window_reset_has_passed(reset: object, passed: bool) -> None:
     assert reset_passed(win(50.0, reset=reset), NOW) is passed  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize(
-    ("has_reading", "age_s", "windows", "refresh"),
-    [
-        (False, 0.0, (), True),
-        (True, 1.0, (win(50.0),), False),
-        (True, 181.0, (win(50.0),), True),
-        (True, 1.0, (win(50.0, reset=earlier(1)),), True),
-    ],
-)
-def test_it_asks_for_a_refresh_when_the_reading_is_missing_or_stale(
-    has_reading: bool, age_s: float, windows: tuple[Window, ...], refresh: bool
-) -> None:
-    quota = reading(*windows, age_s=age_s) if has_reading else None
-    assert needs_refresh(quota, windows, NOW, DEFAULT) is refresh
 
 
 @pytest.mark.parametrize(
