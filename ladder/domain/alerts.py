@@ -11,17 +11,18 @@ recovery. Pure functions, ``now`` passed in; ladder.services.alerts applies the 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from ladder.domain.budgets import rung_budgets
 from ladder.domain.resolve import billing_verdict
-from ladder.domain.timefmt import format_utc
-from ladder.domain.types import Snapshot
+from ladder.domain.timefmt import format_utc, format_utc_or_none
+from ladder.domain.types import Connection, Snapshot, Thresholds, Window
 from ladder.domain.windows import blocking_reason, connection_limits, is_usable, reset_passed
 
+# The rule kinds; RULE_KINDS, below the collectors, lists them in this order.
 WINDOW_LATCHED = "window_latched"  # a plan window latched (exhausted or at its reserve)
 WINDOW_FORECAST = "window_forecast"  # a plan window is forecast to run out before its reset
 AUTO_ID_EMPTY = "auto_id_empty"  # an auto id's pool turned empty (the escalation log); recovers on return
@@ -29,15 +30,6 @@ BUDGET_CROSSED = "budget_crossed"  # a rung budget crossed threshold % of its li
 CONNECTION_DISABLED = "connection_disabled"  # a connection disabled, or needing re-authentication
 READINGS_STALE = "readings_stale"  # no reading for threshold minutes on a connection that should be polled
 BEAT_SILENT = "beat_silent"  # the beat has not ticked for threshold minutes
-RULE_KINDS: tuple[str, ...] = (
-    WINDOW_LATCHED,
-    WINDOW_FORECAST,
-    AUTO_ID_EMPTY,
-    BUDGET_CROSSED,
-    CONNECTION_DISABLED,
-    READINGS_STALE,
-    BEAT_SILENT,
-)
 # The kinds whose threshold is required, and its range: budget % of the limit, minutes otherwise.
 THRESHOLD_RANGES: Mapping[str, tuple[int, int, str]] = {
     BUDGET_CROSSED: (1, 1000, "% of the rung's budget"),
@@ -153,7 +145,9 @@ def _minutes(seconds: float) -> str:
     return f"{minutes} min" if minutes < 120 else f"{seconds / 3600:.1f} h"
 
 
-def _plan_windows(rule: Rule, snapshot: Snapshot, now: datetime) -> Iterable[tuple[Any, Any, Any]]:
+def _plan_windows(
+    rule: Rule, snapshot: Snapshot, now: datetime
+) -> Iterator[tuple[Connection, Window, Thresholds]]:
     """(connection, window, limits) of every enabled plan (rung 0) connection's latest reading whose
     period has not ended."""
     for connection in snapshot.connections:
@@ -167,33 +161,35 @@ def _plan_windows(rule: Rule, snapshot: Snapshot, now: datetime) -> Iterable[tup
                 yield connection, window, limits
 
 
-def window_latched(rule: Rule, inputs: AlertInputs, now: datetime) -> list[Condition]:
-    found = []
+def _window_condition(
+    rule: Rule, connection: Connection, window: Window, summary: str, **detail: object
+) -> Condition:
+    """A plan window's condition: "<connection>: plan window <name> <summary>", and its detail."""
+    return Condition(
+        rule.id,
+        f"{connection.id}/{window.name}",
+        f"{connection.id}: plan window {window.name} {summary}",
+        {
+            "connection_id": connection.id,
+            "window": window.name,
+            "remaining_pct": window.remaining_pct,
+            **detail,
+            "reset_at": format_utc_or_none(window.reset_at),
+        },
+    )
+
+
+def window_latched(rule: Rule, inputs: AlertInputs, now: datetime) -> Iterator[Condition]:
     for connection, window, limits in _plan_windows(rule, inputs.snapshot, now):
         if not window.latched:
             continue
         reason = "latched" if is_usable(window, limits) else blocking_reason(window, limits)
         resets = f"; resets at {_said(window.reset_at)}" if window.reset_at else ""
-        found.append(
-            Condition(
-                rule.id,
-                f"{connection.id}/{window.name}",
-                f"{connection.id}: plan window {window.name} latched at {_pct(window.remaining_pct)} "
-                f"({reason}){resets}",
-                {
-                    "connection_id": connection.id,
-                    "window": window.name,
-                    "remaining_pct": window.remaining_pct,
-                    "reason": reason,
-                    "reset_at": format_utc(window.reset_at) if window.reset_at else None,
-                },
-            )
-        )
-    return found
+        summary = f"latched at {_pct(window.remaining_pct)} ({reason}){resets}"
+        yield _window_condition(rule, connection, window, summary, reason=reason)
 
 
-def window_forecast(rule: Rule, inputs: AlertInputs, now: datetime) -> list[Condition]:
-    found = []
+def window_forecast(rule: Rule, inputs: AlertInputs, now: datetime) -> Iterator[Condition]:
     for connection, window, limits in _plan_windows(rule, inputs.snapshot, now):
         runs_out = window.exhausts_at
         if runs_out is None or window.latched:
@@ -205,42 +201,28 @@ def window_forecast(rule: Rule, inputs: AlertInputs, now: datetime) -> list[Cond
             if window.reset_at is not None
             else ""
         )
-        found.append(
-            Condition(
+        summary = (
+            f"runs out at {_said(runs_out)}{before} "
+            f"({_pct(window.remaining_pct)} left, cutoff {_pct(limits.cutoff_pct)})"
+        )
+        yield _window_condition(rule, connection, window, summary, exhausts_at=format_utc(runs_out))
+
+
+def auto_id_empty(rule: Rule, inputs: AlertInputs, now: datetime) -> Iterator[Condition]:
+    for empty in inputs.empty_auto_ids:
+        if _targets(rule, empty.auto_id):
+            yield Condition(
                 rule.id,
-                f"{connection.id}/{window.name}",
-                f"{connection.id}: plan window {window.name} runs out at {_said(runs_out)}{before} "
-                f"({_pct(window.remaining_pct)} left, cutoff {_pct(limits.cutoff_pct)})",
-                {
-                    "connection_id": connection.id,
-                    "window": window.name,
-                    "remaining_pct": window.remaining_pct,
-                    "exhausts_at": format_utc(runs_out),
-                    "reset_at": format_utc(window.reset_at) if window.reset_at else None,
-                },
+                empty.auto_id,
+                f"{empty.auto_id}: the pool is empty (since {_said(empty.since)})",
+                {"auto_id": empty.auto_id, "since": format_utc(empty.since)},
             )
-        )
-    return found
 
 
-def auto_id_empty(rule: Rule, inputs: AlertInputs, now: datetime) -> list[Condition]:
-    return [
-        Condition(
-            rule.id,
-            empty.auto_id,
-            f"{empty.auto_id}: the pool is empty (since {_said(empty.since)})",
-            {"auto_id": empty.auto_id, "since": format_utc(empty.since)},
-        )
-        for empty in inputs.empty_auto_ids
-        if _targets(rule, empty.auto_id)
-    ]
-
-
-def budget_crossed(rule: Rule, inputs: AlertInputs, now: datetime) -> list[Condition]:
+def budget_crossed(rule: Rule, inputs: AlertInputs, now: datetime) -> Iterator[Condition]:
     if rule.threshold is None:
-        return []
+        return
     snapshot = inputs.snapshot
-    found = []
     for budget in rung_budgets(snapshot.config, snapshot.spend_usd, now).values():
         limit = budget.budget_usd
         if limit is None or limit <= 0 or not _targets(rule, budget.rung):
@@ -248,47 +230,39 @@ def budget_crossed(rule: Rule, inputs: AlertInputs, now: datetime) -> list[Condi
         used_pct = 100.0 * budget.spent_usd / limit
         if used_pct < rule.threshold:
             continue
-        found.append(
-            Condition(
-                rule.id,
-                budget.rung,
-                f"{budget.rung} budget at {used_pct:.0f} % (≥ {rule.threshold} %): "
-                f"${budget.spent_usd:.2f} of ${limit:.2f} this {snapshot.config.budget_period}",
-                {
-                    "rung": budget.rung,
-                    "spent_usd": budget.spent_usd,
-                    "budget_usd": limit,
-                    "used_pct": used_pct,
-                    "threshold_pct": rule.threshold,
-                    "period_ends_at": format_utc(budget.period_ends_at),
-                },
-            )
+        yield Condition(
+            rule.id,
+            budget.rung,
+            f"{budget.rung} budget at {used_pct:.0f} % (≥ {rule.threshold} %): "
+            f"${budget.spent_usd:.2f} of ${limit:.2f} this {snapshot.config.budget_period}",
+            {
+                "rung": budget.rung,
+                "spent_usd": budget.spent_usd,
+                "budget_usd": limit,
+                "used_pct": used_pct,
+                "threshold_pct": rule.threshold,
+                "period_ends_at": format_utc(budget.period_ends_at),
+            },
         )
-    return found
 
 
-def connection_disabled(rule: Rule, inputs: AlertInputs, now: datetime) -> list[Condition]:
-    found = []
+def connection_disabled(rule: Rule, inputs: AlertInputs, now: datetime) -> Iterator[Condition]:
     for connection in inputs.snapshot.connections:
         if connection.enabled or not _targets(rule, connection.id):
             continue
         reason = connection.disabled_reason or "disabled"
-        found.append(
-            Condition(
-                rule.id,
-                connection.id,
-                f"{connection.id}: connection disabled ({reason})",
-                {"connection_id": connection.id, "reason": reason},
-            )
+        yield Condition(
+            rule.id,
+            connection.id,
+            f"{connection.id}: connection disabled ({reason})",
+            {"connection_id": connection.id, "reason": reason},
         )
-    return found
 
 
-def readings_stale(rule: Rule, inputs: AlertInputs, now: datetime) -> list[Condition]:
+def readings_stale(rule: Rule, inputs: AlertInputs, now: datetime) -> Iterator[Condition]:
     if rule.threshold is None:
-        return []
+        return
     threshold_s = rule.threshold * 60.0
-    found = []
     for polled in inputs.polled:
         since = polled.last_reading_at or polled.created_at
         # A connection polled less often than the threshold (a slow floor) is stale only once it
@@ -297,38 +271,33 @@ def readings_stale(rule: Rule, inputs: AlertInputs, now: datetime) -> list[Condi
         if now - since < limit or not _targets(rule, polled.id):
             continue
         what = "no reading since" if polled.last_reading_at else "never read; created at"
-        found.append(
-            Condition(
-                rule.id,
-                polled.id,
-                f"{polled.id}: {what} {_said(since)} ({_minutes((now - since).total_seconds())}): "
-                "is the poller running?",
-                {
-                    "connection_id": polled.id,
-                    "last_reading_at": format_utc(polled.last_reading_at) if polled.last_reading_at else None,
-                    "threshold_min": rule.threshold,
-                    "poll_interval_s": polled.poll_interval_s,
-                },
-            )
+        yield Condition(
+            rule.id,
+            polled.id,
+            f"{polled.id}: {what} {_said(since)} ({_minutes((now - since).total_seconds())}): "
+            "is the poller running?",
+            {
+                "connection_id": polled.id,
+                "last_reading_at": format_utc_or_none(polled.last_reading_at),
+                "threshold_min": rule.threshold,
+                "poll_interval_s": polled.poll_interval_s,
+            },
         )
-    return found
 
 
-def beat_silent(rule: Rule, inputs: AlertInputs, now: datetime) -> list[Condition]:
+def beat_silent(rule: Rule, inputs: AlertInputs, now: datetime) -> Iterator[Condition]:
     last = inputs.last_beat_at
     if rule.threshold is None or last is None or now - last < timedelta(minutes=rule.threshold):
-        return []  # no beat recorded yet: nothing says how long it has been silent
-    return [
-        Condition(
-            rule.id,
-            "beat",
-            f"the beat has not ticked since {_said(last)} ({_minutes((now - last).total_seconds())})",
-            {"last_beat_at": format_utc(last), "threshold_min": rule.threshold},
-        )
-    ]
+        return  # no beat recorded yet: nothing says how long it has been silent
+    yield Condition(
+        rule.id,
+        "beat",
+        f"the beat has not ticked since {_said(last)} ({_minutes((now - last).total_seconds())})",
+        {"last_beat_at": format_utc(last), "threshold_min": rule.threshold},
+    )
 
 
-COLLECTORS = {
+COLLECTORS: Mapping[str, Callable[[Rule, AlertInputs, datetime], Iterator[Condition]]] = {
     WINDOW_LATCHED: window_latched,
     WINDOW_FORECAST: window_forecast,
     AUTO_ID_EMPTY: auto_id_empty,
@@ -337,6 +306,7 @@ COLLECTORS = {
     READINGS_STALE: readings_stale,
     BEAT_SILENT: beat_silent,
 }
+RULE_KINDS: tuple[str, ...] = tuple(COLLECTORS)
 # The kinds that read the snapshot (the others need not load it).
 SNAPSHOT_KINDS = frozenset({WINDOW_LATCHED, WINDOW_FORECAST, BUDGET_CROSSED, CONNECTION_DISABLED})
 
