@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import get_args
 
 from ladder.domain.types import CATEGORIES, Grouping
 
-TIERS: tuple[Grouping, ...] = ("subscription", "thrifty")
+TIERS: tuple[Grouping, ...] = get_args(Grouping)
 PREFIX = "auto/"
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import IntEnum
 from functools import cached_property
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, ClassVar, Literal, Protocol, get_args
 
 import msgspec
 
@@ -31,12 +31,13 @@ Grouping = Literal["subscription", "thrifty"]
 BudgetPeriod = Literal["day", "month"]
 Tier = Literal["free", "cheap", "premium"]
 
-BILLINGS: tuple[Billing, ...] = ("subscription", "metered", "keyless", "unknown")
-OVERAGES: tuple[Overage, ...] = ("hard-stop", "meters-to-paid", "unknown")
-SOURCES: tuple[Source, ...] = ("poll", "headers", "error")
-BUDGET_PERIODS: tuple[BudgetPeriod, ...] = ("day", "month")
 Category = Literal["coding", "reasoning", "vision", "chat", "multimodal"]
-CATEGORIES: tuple[Category, ...] = ("coding", "reasoning", "vision", "chat", "multimodal")
+
+BILLINGS: tuple[Billing, ...] = get_args(Billing)
+OVERAGES: tuple[Overage, ...] = get_args(Overage)
+SOURCES: tuple[Source, ...] = get_args(Source)
+BUDGET_PERIODS: tuple[BudgetPeriod, ...] = get_args(BudgetPeriod)
+CATEGORIES: tuple[Category, ...] = get_args(Category)
 BUDGET_RUNGS: tuple[str, ...] = ("cheap", "premium")
 
 # Limits of the wire, written once: msgspec checks them as it decodes (ladder.contract.state).
@@ -96,24 +97,10 @@ class Reason:
     RESERVE_REACHED = "reserve_reached"
     BELOW_REENTRY_FLOOR = "below_reentry_floor"
 
-    ALL: tuple[str, ...] = (
-        UNKNOWN_CONNECTION,
-        DISABLED,
-        COOLING_DOWN,
-        KEYLESS_NOT_PLAN,
-        UNCURATED_PROVIDER,
-        NOT_PLAN_BILLING,
-        OVERAGE_NOT_HARD_STOP,
-        RUNG_DISABLED,
-        BUDGET_EXHAUSTED,
-        NO_READING,
-        READING_UNVERIFIABLE,
-        WINDOW_RESET_PASSED,
-        READING_STALE,
-        QUOTA_EXHAUSTED,
-        RESERVE_REACHED,
-        BELOW_REENTRY_FLOOR,
-    )
+    ALL: ClassVar[tuple[str, ...]]  # every code above, in that order
+
+
+Reason.ALL = tuple(code for name, code in vars(Reason).items() if name.isupper())
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,12 +305,7 @@ class Resolution:
 
 
 FailureClass = Literal["quota_exhausted", "rate_limited", "auth_failed", "upstream_error"]
-FAILURE_CLASSES: tuple[FailureClass, ...] = (
-    "quota_exhausted",
-    "rate_limited",
-    "auth_failed",
-    "upstream_error",
-)
+FAILURE_CLASSES: tuple[FailureClass, ...] = get_args(FailureClass)
 
 
 @dataclass(frozen=True, slots=True)
