@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import IntEnum
 from functools import cached_property
-from typing import Annotated, Any, ClassVar, Literal, Protocol, get_args
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias, get_args
 
 import msgspec
 
@@ -137,24 +137,6 @@ class LadderConfig:
         return self.max_reading_age_s
 
 
-class Thresholds(Protocol):
-    """What L5 and L6 read of a connection: its cutoff and re-entry floor (shifted up by its reserve),
-    the global exit cutoff (which alone names a window `quota_exhausted`), and its reading age limit.
-    A LadderConfig is the thresholds of a connection with neither a reserve nor a poll interval;
-    ladder.domain.windows.connection_limits gives any connection's."""
-
-    @property
-    def exit_cutoff_pct(self) -> float: ...
-    @property
-    def reserve_pct(self) -> float | None: ...
-    @property
-    def cutoff_pct(self) -> float: ...
-    @property
-    def floor_pct(self) -> float: ...
-    @property
-    def age_limit_s(self) -> float: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Limits:
     """One connection's Thresholds (DESIGN L5, L6 Reserve)."""
@@ -164,6 +146,13 @@ class Limits:
     cutoff_pct: float
     floor_pct: float
     age_limit_s: float
+
+
+# What L5 and L6 read of a connection: its cutoff and re-entry floor (shifted up by its reserve), the
+# global exit cutoff (which alone names a window `quota_exhausted`), and its reading age limit. A
+# LadderConfig is the thresholds of a connection with neither a reserve nor a poll interval;
+# ladder.domain.windows.connection_limits gives any connection's.
+Thresholds: TypeAlias = LadderConfig | Limits
 
 
 class CatalogEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
