@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -11,17 +12,8 @@ from ladder.domain.types import BUDGET_PERIODS, BUDGET_RUNGS, LadderConfig
 PERCENT_FIELDS = ("exit_cutoff_pct", "reentry_min_remaining_pct")
 POSITIVE_FIELDS = ("max_reading_age_s", "refresh_interval_s")
 PRICE_FIELDS = ("free_max_input_usd_per_mtok", "cheap_max_input_usd_per_mtok", "max_event_cost_usd")
-CONFIG_FIELDS = (
-    "exit_cutoff_pct",
-    "reentry_min_remaining_pct",
-    "max_reading_age_s",
-    "rung_budget_usd",
-    "budget_period",
-    "free_max_input_usd_per_mtok",
-    "cheap_max_input_usd_per_mtok",
-    "refresh_interval_s",
-    "max_event_cost_usd",
-)
+NUMBER_FIELDS = PERCENT_FIELDS + POSITIVE_FIELDS + PRICE_FIELDS
+CONFIG_FIELDS: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(LadderConfig))
 
 
 def is_number(value: Any) -> bool:
@@ -69,15 +61,9 @@ def config_errors(values: Mapping[str, Any]) -> dict[str, str]:
 
 def build_config(values: Mapping[str, Any]) -> LadderConfig:
     """A LadderConfig from validated values; absent keys take the defaults of DESIGN §3."""
-    kwargs: dict[str, Any] = {}
-    for key in CONFIG_FIELDS:
-        if key not in values:
-            continue
-        value = values[key]
-        if key == "rung_budget_usd":
-            kwargs[key] = {rung: float(amount) for rung, amount in value.items()}
-        elif key == "budget_period":
-            kwargs[key] = value
-        else:
-            kwargs[key] = float(value)
+    kwargs: dict[str, Any] = {key: float(values[key]) for key in NUMBER_FIELDS if key in values}
+    if "rung_budget_usd" in values:
+        kwargs["rung_budget_usd"] = {rung: float(usd) for rung, usd in values["rung_budget_usd"].items()}
+    if "budget_period" in values:
+        kwargs["budget_period"] = values["budget_period"]
     return LadderConfig(**kwargs)
