@@ -2,14 +2,9 @@
 
 No Django, no I/O, no clock: `now` is always an argument.
 """
+# ruff: noqa: F401  (the law's public names, for the callers' `from ladder.domain import resolve`)
 
-from ladder.domain.autoid import (
-    AutoId,
-    AutoIdError,
-    advertised_auto_ids,
-    compose_auto_id,
-    parse_auto_id,
-)
+from ladder.domain.autoid import AutoId, AutoIdError, advertised_auto_ids, compose_auto_id, parse_auto_id
 from ladder.domain.billing import classify_billing, normalise_auth_type
 from ladder.domain.budgets import period_bounds, rung_budgets
 from ladder.domain.config import build_config, config_errors
@@ -40,46 +35,3 @@ from ladder.domain.types import (
     Window,
 )
 from ladder.domain.windows import applicable_windows, is_fresh, is_usable, next_latch, scope_matches
-
-__all__ = [
-    "AutoId",
-    "AutoIdError",
-    "Candidate",
-    "CatalogEntry",
-    "Connection",
-    "Empty",
-    "Exclusion",
-    "LadderConfig",
-    "ModelEntry",
-    "PoolEntry",
-    "Reading",
-    "Reason",
-    "Resolution",
-    "Rung",
-    "Snapshot",
-    "Window",
-    "advertised_auto_ids",
-    "applicable_windows",
-    "build_config",
-    "catalog_candidates",
-    "clamp_cooldown_to_reset",
-    "classify_billing",
-    "compose_auto_id",
-    "config_errors",
-    "economic_tier",
-    "is_fresh",
-    "is_usable",
-    "next_latch",
-    "normalise_auth_type",
-    "parse_auto_id",
-    "period_bounds",
-    "quota_backoff_s",
-    "quota_cooldown_until",
-    "resolution_to_dict",
-    "resolve",
-    "rung_budgets",
-    "rung_for",
-    "scope_matches",
-    "transient_backoff_s",
-    "transient_cooldown_until",
-]
