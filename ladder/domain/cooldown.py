@@ -10,24 +10,28 @@ TRANSIENT_BACKOFF_BASE_S = 5.0
 TRANSIENT_BACKOFF_CAP_S = 300.0
 
 
+def _backoff_s(level: int, base_s: float, cap_s: float) -> float:
+    """base_s × 2^level, capped at cap_s."""
+    if level >= 20:  # both backoffs are far past their cap; avoid huge integers
+        return cap_s
+    return min(base_s * 2 ** max(level, 0), cap_s)
+
+
 def quota_backoff_s(level: int) -> float:
     """60 s × 2^level, capped at 7 days."""
-    if level >= 20:  # 60 × 2^20 is far past the cap; avoid huge integers
-        return QUOTA_BACKOFF_CAP_S
-    return min(QUOTA_BACKOFF_BASE_S * 2 ** max(level, 0), QUOTA_BACKOFF_CAP_S)
+    return _backoff_s(level, QUOTA_BACKOFF_BASE_S, QUOTA_BACKOFF_CAP_S)
 
 
 def transient_backoff_s(level: int) -> float:
     """5 s × 2^level, capped at 300 s."""
-    if level >= 10:
-        return TRANSIENT_BACKOFF_CAP_S
-    return min(TRANSIENT_BACKOFF_BASE_S * 2 ** max(level, 0), TRANSIENT_BACKOFF_CAP_S)
+    return _backoff_s(level, TRANSIENT_BACKOFF_BASE_S, TRANSIENT_BACKOFF_CAP_S)
 
 
-def _upstream_wait_s(retry_after_s: float | None) -> float | None:
-    """An upstream Retry-After, capped at the longest backoff (7 days); None when absent or nonsense."""
+def _wait_s(retry_after_s: float | None, backoff_s: float) -> float:
+    """An upstream Retry-After, capped at the longest backoff (7 days); the backoff when it is absent
+    or nonsense."""
     if retry_after_s is None or retry_after_s != retry_after_s or retry_after_s < 0:  # NaN or negative
-        return None
+        return backoff_s
     return min(retry_after_s, QUOTA_BACKOFF_CAP_S)
 
 
@@ -42,15 +46,10 @@ def quota_cooldown_until(
     *, now: datetime, level: int, retry_after_s: float | None, reset_at: datetime | None
 ) -> datetime:
     """Cooldown after a quota exhaustion: Retry-After wins over the backoff, then the reset clamps."""
-    wait_s = _upstream_wait_s(retry_after_s)
-    if wait_s is None:
-        wait_s = quota_backoff_s(level)
+    wait_s = _wait_s(retry_after_s, quota_backoff_s(level))
     return clamp_cooldown_to_reset(now + timedelta(seconds=wait_s), reset_at, now)
 
 
 def transient_cooldown_until(*, now: datetime, level: int, retry_after_s: float | None) -> datetime:
     """Cooldown after a transient 429: Retry-After when given, else the short backoff; no latch."""
-    wait_s = _upstream_wait_s(retry_after_s)
-    if wait_s is None:
-        wait_s = transient_backoff_s(level)
-    return now + timedelta(seconds=wait_s)
+    return now + timedelta(seconds=_wait_s(retry_after_s, transient_backoff_s(level)))
