@@ -73,11 +73,11 @@ def poll_floor_s(min_poll_interval_s: float | None, adapter_floor_s: float | Non
     return max(floors) if floors else None
 
 
-def effective_poll_interval_s(refresh_interval_s: float, *floors: float | None) -> float | None:
-    """L5: the slowest of a connection's poll floors (the operator's minimum interval, the adapter's
-    floor) when it is slower than refresh_interval_s; None while it is polled every interval."""
-    slowest = max((f for f in floors if f is not None), default=None)
-    return slowest if slowest is not None and slowest > refresh_interval_s else None
+def effective_poll_interval_s(refresh_interval_s: float, floor_s: float | None) -> float | None:
+    """L5: a connection's poll floor (poll_floor_s: the slower of the operator's minimum interval and
+    the adapter's floor) when it is slower than refresh_interval_s; None while it is polled every
+    interval."""
+    return floor_s if floor_s is not None and floor_s > refresh_interval_s else None
 
 
 @lru_cache(maxsize=65536)
