@@ -25,32 +25,29 @@ class AutoId:
         return compose_auto_id(self.grouping, self.category)
 
 
-def _accepted() -> str:
-    return (
-        "auto/subscription, auto/thrifty, auto/<category>:<tier> "
-        f"(category: {', '.join(CATEGORIES)}; tier: {', '.join(TIERS)})"
-    )
+ACCEPTED = (
+    "auto/subscription, auto/thrifty, auto/<category>:<tier> "
+    f"(category: {', '.join(CATEGORIES)}; tier: {', '.join(TIERS)})"
+)
 
 
 def parse_auto_id(value: object) -> AutoId:
     if not isinstance(value, str) or not value:
-        raise AutoIdError(f"must be an auto id; accepted: {_accepted()}")
+        raise AutoIdError(f"must be an auto id; accepted: {ACCEPTED}")
     if not value.startswith(PREFIX):
-        raise AutoIdError(f"{value}: not an auto id; accepted: {_accepted()}")
+        raise AutoIdError(f"{value}: not an auto id; accepted: {ACCEPTED}")
     rest = value[len(PREFIX) :]
     if rest in TIERS:
         return AutoId(rest)  # type: ignore[arg-type]
     if ":" not in rest:
-        raise AutoIdError(f"{value}: unknown auto id; accepted: {_accepted()}")
+        raise AutoIdError(f"{value}: unknown auto id; accepted: {ACCEPTED}")
     category, _, tier = rest.partition(":")
     if category not in CATEGORIES:
         raise AutoIdError(
-            f"{value}: unknown category {category!r}; accepted: {', '.join(CATEGORIES)} (ids: {_accepted()})"
+            f"{value}: unknown category {category!r}; accepted: {', '.join(CATEGORIES)} (ids: {ACCEPTED})"
         )
     if tier not in TIERS:
-        raise AutoIdError(
-            f"{value}: unknown tier {tier!r}; accepted: {', '.join(TIERS)} (ids: {_accepted()})"
-        )
+        raise AutoIdError(f"{value}: unknown tier {tier!r}; accepted: {', '.join(TIERS)} (ids: {ACCEPTED})")
     return AutoId(tier, category)  # type: ignore[arg-type]
 
 
