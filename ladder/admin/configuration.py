@@ -16,26 +16,7 @@ from ladder.models import LadderConfiguration, StateVersion
 
 @admin.register(LadderConfiguration)
 class LadderConfigurationAdmin(VersionBumpingAdmin):
-    list_display = (
-        "__str__",
-        "exit_cutoff_pct",
-        "reentry_min_remaining_pct",
-        "max_reading_age_s",
-        "budgets",
-        "budget_period",
-        "refresh_interval_s",
-        "updated_at",
-    )
-    list_filter = ("budget_period",)
-    search_fields = ("budget_period",)
     readonly_fields = ("updated_at",)
-
-    @admin.display(description="rung budgets")
-    def budgets(self, obj: LadderConfiguration) -> str:
-        budgets = obj.rung_budget_usd or {}
-        if not budgets:
-            return "no budget"
-        return ", ".join(f"{rung}: ${amount}" for rung, amount in budgets.items())
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return super().has_add_permission(request) and not LadderConfiguration.objects.exists()
