@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
@@ -32,7 +32,7 @@ from ladder.domain.types import (
 )
 from ladder.domain.windows import effective_poll_interval_s
 from ladder.selectors.connections import connection_poll_floor_s
-from ladder.selectors.sql import aware, json_list, sql_rows
+from ladder.selectors.sql import READING_COLUMNS, WINDOW_COLUMNS, aware, json_list, sql_rows
 
 logger = logging.getLogger(__name__)
 
@@ -90,32 +90,12 @@ def live_state_since(live: int) -> dict[str, LiveState]:
         cid = row[0]
         if cid not in heads:
             heads[cid] = row[1:8]
-        name, remaining_pct, reset_at, scope_models, latched, exhausts_at = row[8:]
-        if name is not None:
-            windows[cid].append(
-                Window(
-                    name=name,
-                    remaining_pct=float(remaining_pct),
-                    reset_at=aware(reset_at),
-                    scope_models=json_list(scope_models),
-                    latched=bool(latched),
-                    exhausts_at=aware(exhausts_at),
-                )
-            )
-    found: dict[str, LiveState] = {}
-    for cid, (cooldown_until, reading_id, fetched_at, source, verifiable, overage, note) in heads.items():
-        reading = None
-        if reading_id is not None:
-            reading = Reading(
-                fetched_at=aware(fetched_at) or fetched_at,
-                windows=tuple(windows.get(cid, ())),
-                source=cast(Source, source),
-                verifiable=bool(verifiable),
-                observed_overage=cast("Overage | None", overage),
-                note=note,
-            )
-        found[cid] = (aware(cooldown_until), reading)
-    return found
+        if row[8] is not None:  # the window's name: NULL when the reading has no window
+            windows[cid].append(window_of(row[8:]))
+    return {
+        cid: (aware(head[0]), None if head[1] is None else reading_of(head[2:], windows[cid]))
+        for cid, head in heads.items()
+    }
 
 
 def snapshot_with_live(snapshot: Snapshot, live: Mapping[str, LiveState]) -> Snapshot:
@@ -187,38 +167,44 @@ def readings_latest(*, connection_ids: Collection[str] | None = None) -> dict[st
         .values("latest_id")
     )
     windows: dict[int, list[Window]] = defaultdict(list)
-    window_rows = (
-        m.QuotaWindow.objects.filter(reading_id__in=latest_ids)
-        .order_by("reading_id", "position", "id")
-        .values_list(
-            "reading_id", "name", "remaining_pct", "reset_at", "scope_models", "latched", "exhausts_at"
-        )
+    window_rows = m.QuotaWindow.objects.filter(reading_id__in=latest_ids).order_by(
+        "reading_id", "position", "id"
     )
-    for reading_id, name, remaining_pct, reset_at, scope_models, latched, exhausts_at in window_rows:
-        windows[reading_id].append(
-            Window(
-                name=name,
-                remaining_pct=remaining_pct,
-                reset_at=reset_at,
-                scope_models=tuple(scope_models or ()),
-                latched=latched,
-                exhausts_at=exhausts_at,
-            )
-        )
-    reading_rows = m.QuotaReading.objects.filter(id__in=latest_ids).values_list(
-        "id", "connection_id", "fetched_at", "source", "verifiable", "observed_overage", "note"
-    )
+    for row in window_rows.values_list("reading_id", *WINDOW_COLUMNS):
+        windows[row[0]].append(window_of(row[1:]))
+    reading_rows = m.QuotaReading.objects.filter(id__in=latest_ids)
     return {
-        connection_id: Reading(
-            fetched_at=fetched_at,
-            windows=tuple(windows[reading_id]),
-            source=cast(Source, source),
-            verifiable=verifiable,
-            observed_overage=cast("Overage | None", observed_overage),
-            note=note,
-        )
-        for reading_id, connection_id, fetched_at, source, verifiable, observed_overage, note in reading_rows
+        row[0]: reading_of(row[2:], windows[row[1]])
+        for row in reading_rows.values_list("connection_id", "id", *READING_COLUMNS)
     }
+
+
+def reading_of(columns: Sequence[Any], windows: list[Window]) -> Reading:
+    """A reading from its READING_COLUMNS, as the ORM or a raw cursor gives them (SQLite's: naive
+    datetimes, booleans as 0/1)."""
+    fetched_at, source, verifiable, observed_overage, note = columns
+    return Reading(
+        fetched_at=aware(fetched_at) or fetched_at,
+        windows=tuple(windows),
+        source=cast(Source, source),
+        verifiable=bool(verifiable),
+        observed_overage=cast("Overage | None", observed_overage),
+        note=note,
+    )
+
+
+def window_of(columns: Sequence[Any]) -> Window:
+    """A window from its WINDOW_COLUMNS, as the ORM or a raw cursor gives them (SQLite's: naive
+    datetimes, JSON as text, booleans as 0/1)."""
+    name, remaining_pct, reset_at, scope_models, latched, exhausts_at = columns
+    return Window(
+        name=name,
+        remaining_pct=float(remaining_pct),
+        reset_at=aware(reset_at),
+        scope_models=json_list(scope_models),
+        latched=bool(latched),
+        exhausts_at=aware(exhausts_at),
+    )
 
 
 # The fields of a connection that the domain reads, in connection_from_values' order.

@@ -61,6 +61,12 @@ GATEWAY_TOKEN_FIELDS = (
 )  # ladder.selectors.tokens.GatewayTokenGrant's fields
 
 
+# A reading's and a window's columns, in the order of the live query and of the snapshot's builders
+# (ladder.selectors.snapshot.reading_of and window_of).
+READING_COLUMNS = ("fetched_at", "source", "verifiable", "observed_overage", "note")
+WINDOW_COLUMNS = ("name", "remaining_pct", "reset_at", "scope_models", "latched", "exhausts_at")
+
+
 def aware(moment: datetime | None) -> datetime | None:
     if moment is None or timezone.is_aware(moment):
         return moment
@@ -88,17 +94,8 @@ def live_sql() -> str:
             col(c, "id"),
             col(c, "cooldown_until"),
             col(r, "id"),
-            col(r, "fetched_at"),
-            col(r, "source"),
-            col(r, "verifiable"),
-            col(r, "observed_overage"),
-            col(r, "note"),
-            col(w, "name"),
-            col(w, "remaining_pct"),
-            col(w, "reset_at"),
-            col(w, "scope_models"),
-            col(w, "latched"),
-            col(w, "exhausts_at"),
+            *(col(r, name) for name in READING_COLUMNS),
+            *(col(w, name) for name in WINDOW_COLUMNS),
         ]
     )
     return (
