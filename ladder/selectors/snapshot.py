@@ -18,7 +18,6 @@ from ladder.domain.billing import catalog_row_for
 from ladder.domain.budgets import period_bounds
 from ladder.domain.types import (
     BUDGET_RUNGS,
-    Billing,
     BudgetPeriod,
     CatalogEntry,
     Connection,
@@ -120,18 +119,7 @@ def connection_with_live(
 
 def catalog_entries() -> tuple[CatalogEntry, ...]:
     rows = m.BillingCatalogEntry.objects.order_by("provider", F("auth_type").asc(nulls_first=True), "id")
-    return tuple(
-        CatalogEntry(
-            provider=row.provider,
-            auth_type=row.auth_type,
-            billing=cast(Billing, row.billing),
-            overage=cast(Overage, row.overage),
-            source_url=row.source_url,
-            notes=row.notes,
-            reviewed_at=row.reviewed_at,
-        )
-        for row in rows
-    )
+    return tuple(CatalogEntry(*row) for row in rows.values_list(*CatalogEntry.__struct_fields__))
 
 
 def model_entries() -> tuple[ModelEntry, ...]:
@@ -228,24 +216,14 @@ def connection_from_values(
     values: tuple[Any, ...], reading: Reading | None, *, config: LadderConfig
 ) -> Connection:
     """A row of `values_list(*CONNECTION_FIELDS)` as the domain's connection."""
-    cid, provider, auth_type, keyless, enabled = values[:5]
-    disabled_reason, base_url, cooldown_until, override, models, min_poll_interval_s, reserve_pct = values[5:]
+    fields = dict(zip(CONNECTION_FIELDS, values, strict=True))
+    floor_s = connection_poll_floor_s(fields["provider"], fields.pop("min_poll_interval_s"))
+    models = fields.pop("models")
     return Connection(
-        id=cid,
-        provider=provider,
-        auth_type=auth_type,
-        keyless=keyless,
-        enabled=enabled,
-        disabled_reason=disabled_reason,
-        base_url=base_url,
-        cooldown_until=cooldown_until,
-        overage_override=cast("Overage | None", override),
+        **fields,
         models=None if models is None else tuple(models),
         reading=reading,
-        poll_interval_s=effective_poll_interval_s(
-            config.refresh_interval_s, connection_poll_floor_s(provider, min_poll_interval_s)
-        ),
-        reserve_pct=reserve_pct,
+        poll_interval_s=effective_poll_interval_s(config.refresh_interval_s, floor_s),
     )
 
 
