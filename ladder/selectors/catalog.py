@@ -23,19 +23,7 @@ class CatalogKind:
         return catalog_key_label(self.provider, self.auth_type)
 
 
-CATALOG_ROW_FIELDS = (
-    "id",
-    "provider",
-    "auth_type",
-    "billing",
-    "overage",
-    "source_url",
-    "notes",
-    "reviewed_at",
-)
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CatalogRow:
     id: int
     provider: str
@@ -52,20 +40,20 @@ class CatalogRow:
 
 def catalog_row_of(entry: m.BillingCatalogEntry) -> CatalogRow:
     """The row as a value (what a catalog service returned, say)."""
-    return CatalogRow(*(getattr(entry, name) for name in CATALOG_ROW_FIELDS))
+    return CatalogRow(*(getattr(entry, name) for name in CatalogRow.__slots__))
 
 
 def catalog_rows() -> list[CatalogRow]:
     rows = m.BillingCatalogEntry.objects.order_by("provider", "auth_type", "id")
-    return [CatalogRow(*row) for row in rows.values_list(*CATALOG_ROW_FIELDS)]
+    return [CatalogRow(*row) for row in rows.values_list(*CatalogRow.__slots__)]
 
 
 def catalog_row(*, entry_id: int) -> CatalogRow | None:
-    row = m.BillingCatalogEntry.objects.filter(pk=entry_id).values_list(*CATALOG_ROW_FIELDS).first()
+    row = m.BillingCatalogEntry.objects.filter(pk=entry_id).values_list(*CatalogRow.__slots__).first()
     return None if row is None else CatalogRow(*row)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CatalogChangeRow:
     changed_at: datetime
     changed_by_name: str
@@ -78,5 +66,4 @@ class CatalogChangeRow:
 def catalog_changes(*, limit: int = 50) -> list[CatalogChangeRow]:
     """The latest changes made to the catalog on the dashboard, newest first."""
     rows = m.CatalogChange.objects.order_by("-changed_at", "-id")
-    fields = ("changed_at", "changed_by_name", "entry_label", "field", "old_value", "new_value")
-    return [CatalogChangeRow(*row) for row in rows.values_list(*fields)[:limit]]
+    return [CatalogChangeRow(*row) for row in rows.values_list(*CatalogChangeRow.__slots__)[:limit]]

@@ -53,7 +53,7 @@ def cooldowns_since(
     return [(observed_at, until) for observed_at, until in found if until is not None]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FailureRow:
     observed_at: datetime
     status: int
@@ -67,8 +67,7 @@ class FailureRow:
 def failures_latest(*, connection_id: str, limit: int = 20) -> list[FailureRow]:
     """The connection's latest failures, newest first."""
     rows = m.FailureEvent.objects.filter(connection_id=connection_id).order_by("-observed_at", "-id")
-    fields = ("observed_at", "status", "classification", "window", "cooldown_until", "detail", "source")
-    return [FailureRow(*row) for row in rows.values_list(*fields)[:limit]]
+    return [FailureRow(*row) for row in rows.values_list(*FailureRow.__slots__)[:limit]]
 
 
 @dataclass(frozen=True)
