@@ -47,17 +47,14 @@ def _redis_hash(key: str) -> dict[str, str]:
     """A Redis hash, decoded. Raises HotStateUnavailable when Redis is away."""
     try:
         raw = redis_client().hgetall(key)
-    except HotStateUnavailable:
-        raise
     except REDIS_FAULTS as exc:
         redis_mark_down(exc)
         raise HotStateUnavailable(str(exc)) from exc
-    return {
-        (name.decode() if isinstance(name, bytes) else str(name)): (
-            value.decode() if isinstance(value, bytes) else str(value)
-        )
-        for name, value in raw.items()
-    }
+    return {_text(name): _text(value) for name, value in raw.items()}
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def resolutions_key() -> str:
