@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, F
+from django.db.models import Count, F, QuerySet
 
 from ladder import models as m
 
@@ -27,9 +27,7 @@ def escalations_list(
     *, auto_id: str | None = None, since: datetime | None = None, limit: int = 100
 ) -> list[EscalationRecord]:
     """Escalation events oldest first: of one auto id when given, at or after ``since`` when given."""
-    events = m.EscalationEvent.objects.all()
-    if auto_id is not None:
-        events = events.filter(auto_id=auto_id)
+    events = _events_of(auto_id)
     if since is not None:
         events = events.filter(occurred_at__gte=since)
     rows = events.order_by("occurred_at", "id").values_list(*EscalationRecord.__slots__)
@@ -38,10 +36,13 @@ def escalations_list(
 
 def escalations_latest(*, auto_id: str | None = None, limit: int = 100) -> list[m.EscalationEvent]:
     """The newest escalation events (of one auto id when given), newest first: the dashboard's timeline."""
+    return list(_events_of(auto_id).order_by("-occurred_at", "-id")[: max(0, limit)])
+
+
+def _events_of(auto_id: str | None) -> QuerySet[m.EscalationEvent]:
+    """Every escalation event, or those of one auto id."""
     events = m.EscalationEvent.objects.all()
-    if auto_id is not None:
-        events = events.filter(auto_id=auto_id)
-    return list(events.order_by("-occurred_at", "-id")[: max(0, limit)])
+    return events if auto_id is None else events.filter(auto_id=auto_id)
 
 
 def escalation_auto_ids() -> list[str]:
