@@ -162,7 +162,6 @@ class AlertEpisodeAdmin(ReadOnlyHistoryMixin, admin.ModelAdmin):
     list_filter = ("rule__kind", "rule")
     search_fields = ("subject", "summary", "rule__name")
     list_select_related = ("rule",)
-    ordering = ("-opened_at", "-id")
     date_hierarchy = "opened_at"
 
     @admin.display(description="state")

@@ -69,7 +69,6 @@ class ModelCatalogEntryAdmin(VersionBumpingAdmin):
     )
     list_filter = ("provider", "free")
     search_fields = ("provider", "model")
-    ordering = ("position", "id")
     readonly_fields = ("created_at", "updated_at")
 
     def get_list_display(self, request: HttpRequest) -> ListDisplay:

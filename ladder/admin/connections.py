@@ -161,7 +161,9 @@ class ConnectionForm(ModelForm):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         self._clean_credential_file(cleaned)
-        return self._clean_credential_pair(cleaned)
+        if cleaned.get("credential") and cleaned.get("clear_credential"):
+            self.add_error("clear_credential", "Either set a new credential or remove it, not both.")
+        return cleaned
 
     def _clean_credential_file(self, cleaned: dict[str, Any]) -> None:
         """Parse a pasted CLI file (its kind from provider and auth type); errors name the field."""
@@ -199,19 +201,12 @@ class ConnectionForm(ModelForm):
             raise forms.ValidationError(problem)
         return value
 
-    def _clean_credential_pair(self, cleaned: dict[str, Any]) -> dict[str, Any]:
-        if cleaned.get("credential") and cleaned.get("clear_credential"):
-            self.add_error("clear_credential", "Either set a new credential or remove it, not both.")
-        return cleaned
-
     def save(self, commit: bool = True) -> Connection:
         connection: Connection = super().save(commit=False)
         columns: list[str] = []
-        if self.cleaned_data.get("clear_credential"):
-            connection.replace_credential(None)
-            columns += PLAIN_CREDENTIAL_FIELDS
-        elif self.cleaned_data.get("credential"):
-            connection.replace_credential(self.cleaned_data["credential"])
+        cleared, typed = self.cleaned_data.get("clear_credential"), self.cleaned_data.get("credential")
+        if cleared or typed:
+            connection.replace_credential(None if cleared else typed)
             columns += PLAIN_CREDENTIAL_FIELDS
         owner = self.cleaned_data.get("credential_owner") or ""
         if self.parsed_credential is not None:
@@ -227,12 +222,16 @@ class ConnectionForm(ModelForm):
                 columns.append("refresh_ciphertext")
         self.credential_columns = columns
         if commit:
-            if connection._state.adding:
-                connection.save()
-            else:
-                connection.save(update_fields=self.update_fields())
+            self.write(connection)
             self.save_m2m()
         return connection
+
+    def write(self, connection: Connection) -> None:
+        """A new connection is inserted whole; an edit writes only what it changed (update_fields)."""
+        if connection._state.adding:
+            connection.save()
+        else:
+            connection.save(update_fields=self.update_fields())
 
     def update_fields(self) -> list[str]:
         """What saving an edit writes: the fields the operator changed, and the credential's columns
@@ -250,7 +249,6 @@ class ConnectionAdmin(VersionBumpingAdmin):
     form = ConnectionForm
     list_filter = ("provider", "auth_type", "enabled", "keyless", "overage_override")
     search_fields = ("id", "provider", "auth_type")
-    ordering = ("position", "id")
     readonly_fields = (
         "credential_stored",
         "billing_verdict",
@@ -301,10 +299,7 @@ class ConnectionAdmin(VersionBumpingAdmin):
 
     def save_model(self, request: HttpRequest, obj: Connection, form: Any, change: bool) -> None:
         """An edit writes only what it changed (ConnectionForm.update_fields); never a full row."""
-        if change:
-            obj.save(update_fields=form.update_fields())
-        else:
-            obj.save()
+        form.write(obj)
         services.bump_state_version()
 
     @admin.display(description="credential")
