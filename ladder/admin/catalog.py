@@ -14,7 +14,7 @@ from ladder.admin.base import ListDisplay, VersionBumpingAdmin
 from ladder.domain.tiers import economic_tier
 from ladder.domain.types import ModelEntry
 from ladder.models import BillingCatalogEntry, ModelCatalogEntry
-from ladder.selectors.snapshot import catalog_uncurated_kinds, configuration_get, snapshot_load
+from ladder.selectors.snapshot import catalog_uncurated_kinds, configuration_get, snapshot_load, usd
 
 
 @admin.register(BillingCatalogEntry)
@@ -79,7 +79,7 @@ class ModelCatalogEntryAdmin(VersionBumpingAdmin):
             entry = ModelEntry(
                 provider=obj.provider,
                 model=obj.model,
-                input_usd_per_mtok=None if obj.input_usd_per_mtok is None else float(obj.input_usd_per_mtok),
+                input_usd_per_mtok=usd(obj.input_usd_per_mtok),
                 free=obj.free,
             )
             return economic_tier(entry, config())

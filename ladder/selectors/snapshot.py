@@ -6,6 +6,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
+from decimal import Decimal
 from typing import Any, cast
 
 import msgspec
@@ -123,20 +124,16 @@ def catalog_entries() -> tuple[CatalogEntry, ...]:
 
 
 def model_entries() -> tuple[ModelEntry, ...]:
-    rows = m.ModelCatalogEntry.objects.order_by("position", "id").values_list(
-        "provider", "model", "input_usd_per_mtok", "output_usd_per_mtok", "free", "categories"
-    )
+    rows = m.ModelCatalogEntry.objects.order_by("position", "id").values_list(*ModelEntry.__struct_fields__)
     return tuple(
-        ModelEntry(
-            provider=provider,
-            model=model,
-            input_usd_per_mtok=None if input_usd is None else float(input_usd),
-            output_usd_per_mtok=None if output_usd is None else float(output_usd),
-            free=free,
-            categories=tuple(categories or ()),
-        )
+        ModelEntry(provider, model, usd(input_usd), usd(output_usd), free, tuple(categories or ()))
         for provider, model, input_usd, output_usd, free, categories in rows
     )
+
+
+def usd(amount: Decimal | None) -> float | None:
+    """A price as the domain holds it (a float), None kept."""
+    return None if amount is None else float(amount)
 
 
 def readings_latest(*, connection_ids: Collection[str] | None = None) -> dict[str, Reading]:
