@@ -65,9 +65,6 @@ class GatewayToken(models.Model):
         if message:
             raise ValidationError({"connection_ids": message})
 
-    def allows_connection(self, connection_id: str | None) -> bool:
-        return not self.connection_ids or connection_id in self.connection_ids
-
 
 def connection_ids_errors(value: Any) -> str | None:
     """A readable message unless value is a list of connection ids (each in the id format)."""
