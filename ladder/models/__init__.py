@@ -10,4 +10,3 @@ from ladder.models.escalations import EscalationEvent, EscalationState, Escalati
 from ladder.models.gateway_tokens import CredentialAccess, GatewayToken
 from ladder.models.readings import FailureEvent, Heartbeat, QuotaReading, QuotaWindow
 from ladder.models.usage import RungSpend, UsageEvent
-

@@ -75,9 +75,6 @@ class LadderConfiguration(models.Model):
     @classmethod
     def load(cls) -> LadderConfiguration:
         """The configuration row, created from settings.LADDER_DEFAULTS the first time."""
-        existing = cls.objects.filter(pk=1).first()
-        if existing is not None:
-            return existing
         defaults = cls.from_settings()
         obj, _ = cls.objects.get_or_create(
             pk=1, defaults={key: getattr(defaults, key) for key in CONFIG_FIELDS}
