@@ -14,16 +14,12 @@ from ladder.domain.timefmt import format_utc
 from ladder.domain.windows import poll_floor_s, provider_poll_floor_s
 
 
-def adapter_poll_floor_s(provider: str) -> float | None:
-    """The poll floor the provider's adapter declares (ladder.domain's table), as settings override
-    it (``LADDER_POLL_FLOOR_S``): read here, where the adapters may not be imported."""
-    return provider_poll_floor_s(provider, settings.LADDER_POLL_FLOOR_S)
-
-
 def connection_poll_floor_s(provider: str, min_poll_interval_s: float | None) -> float | None:
     """The least time between two polls of a connection: the slower of the operator's minimum
-    interval and its adapter's floor (DESIGN L5); None when neither holds polls back."""
-    return poll_floor_s(min_poll_interval_s, adapter_poll_floor_s(provider))
+    interval and its adapter's floor (DESIGN L5); None when neither holds polls back. The adapter's
+    floor comes from ladder.domain's table, as settings override it (``LADDER_POLL_FLOOR_S``): read
+    here, where the adapters may not be imported."""
+    return poll_floor_s(min_poll_interval_s, provider_poll_floor_s(provider, settings.LADDER_POLL_FLOOR_S))
 
 
 def connection_poll_floor(*, connection_id: str, now: datetime) -> tuple[datetime, float] | None:
