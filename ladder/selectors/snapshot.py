@@ -192,20 +192,11 @@ def window_of(columns: Sequence[Any]) -> Window:
     )
 
 
-# The fields of a connection that the domain reads, in connection_from_values' order.
+# The columns of a connection that the domain reads: its Connection's fields (the id first), but the
+# latest reading (read apart) and the poll interval, which connection_from_values derives from the last.
 CONNECTION_FIELDS = (
-    "id",
-    "provider",
-    "auth_type",
-    "keyless",
-    "enabled",
-    "disabled_reason",
-    "base_url",
-    "cooldown_until",
-    "overage_override",
-    "models",
+    *(name for name in Connection.__struct_fields__ if name not in ("reading", "poll_interval_s")),
     "min_poll_interval_s",
-    "reserve_pct",
 )
 
 
