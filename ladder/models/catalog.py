@@ -13,7 +13,7 @@ from django.db.models import Q
 
 from ladder.domain.billing import catalog_key_label, normalise_auth_type
 from ladder.domain.types import BILLINGS, CATEGORIES, OVERAGES
-from ladder.models.fields import AUTH_TYPE_HELP, AUTH_TYPE_NORMALISED, check_string_list, choices, one_of
+from ladder.models.fields import AUTH_TYPE_HELP, auth_type_normalised, check_string_list, choices, one_of
 
 
 class BillingCatalogEntry(models.Model):
@@ -47,11 +47,7 @@ class BillingCatalogEntry(models.Model):
                 name="billing_unique_provider_wide",
                 violation_error_message="This provider already has a provider-wide row (no auth type).",
             ),
-            models.CheckConstraint(
-                condition=AUTH_TYPE_NORMALISED,
-                name="billing_auth_type_normalised",
-                violation_error_message="auth_type must be trimmed, lower-case, and NULL rather than empty.",
-            ),
+            auth_type_normalised("billing_auth_type_normalised"),
             one_of("billing", BILLINGS, "billing_billing_valid"),
             one_of("overage", OVERAGES, "billing_overage_valid"),
         ]

@@ -14,7 +14,7 @@ from ladder.domain.billing import normalise_auth_type
 from ladder.domain.credentials import CREDENTIAL_OWNERS
 from ladder.domain.types import CONNECTION_ID_PATTERN, OVERAGES
 from ladder.domain.windows import POLL_INTERVAL_MAX_S
-from ladder.models.fields import AUTH_TYPE_HELP, AUTH_TYPE_NORMALISED, check_string_list, choices, one_of
+from ladder.models.fields import AUTH_TYPE_HELP, auth_type_normalised, check_string_list, choices, one_of
 from ladder.security.crypto import decrypt_credential, encrypt_credential
 
 CREDENTIAL_OWNER_CHOICES = [
@@ -124,11 +124,7 @@ class Connection(models.Model):
                 name="connection_id_format",
                 violation_error_message=CONNECTION_ID_MESSAGE,
             ),
-            models.CheckConstraint(
-                condition=AUTH_TYPE_NORMALISED,
-                name="connection_auth_type_normalised",
-                violation_error_message="auth_type must be trimmed, lower-case, and NULL rather than empty.",
-            ),
+            auth_type_normalised("connection_auth_type_normalised"),
             one_of("overage_override", OVERAGES, "connection_overage_override_valid", nullable=True),
             models.CheckConstraint(
                 condition=Q(min_poll_interval_s__isnull=True)

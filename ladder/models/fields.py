@@ -12,8 +12,6 @@ from django.db.models.functions import Lower, Trim
 
 RUNG_CHOICES = [(0, "0 subscription"), (1, "1 keyless"), (2, "2 free"), (3, "3 cheap"), (4, "4 premium")]
 AUTH_TYPE_HELP = "Trimmed and lower-cased on save (oauth, apikey, cookie…). Empty = provider-wide."
-# An auth_type is stored normalised (or NULL) so that uniqueness holds after normalisation.
-AUTH_TYPE_NORMALISED = Q(auth_type__isnull=True) | (~Q(auth_type="") & Q(auth_type=Lower(Trim("auth_type"))))
 
 # Nullable strings (DJ001 silenced in the tables): NULL is "not set" in STATE.md and in the domain (None),
 # and a NULL auth_type is what makes a row provider-wide; "" is never stored (normalised on save).
@@ -49,3 +47,12 @@ def one_of(field: str, values: Sequence[str], name: str, *, nullable: bool = Fal
         condition, empty = Q(**{f"{field}__isnull": True}) | condition, "empty or "
     message = f"{field} must be {empty}one of: {', '.join(values)}."
     return models.CheckConstraint(condition=condition, name=name, violation_error_message=message)
+
+
+def auth_type_normalised(name: str) -> models.CheckConstraint:
+    """A CHECK that auth_type is stored normalised (or NULL), so that uniqueness holds after normalisation."""
+    return models.CheckConstraint(
+        condition=Q(auth_type__isnull=True) | (~Q(auth_type="") & Q(auth_type=Lower(Trim("auth_type")))),
+        name=name,
+        violation_error_message="auth_type must be trimmed, lower-case, and NULL rather than empty.",
+    )
