@@ -75,11 +75,8 @@ class LadderConfiguration(models.Model):
     @classmethod
     def load(cls) -> LadderConfiguration:
         """The configuration row, created from settings.LADDER_DEFAULTS the first time."""
-        defaults = cls.from_settings()
-        obj, _ = cls.objects.get_or_create(
-            pk=1, defaults={key: getattr(defaults, key) for key in CONFIG_FIELDS}
-        )
-        return obj
+        configuration, _ = cls.objects.get_or_create(pk=1, defaults=cls.from_settings().config_values())
+        return configuration
 
     def config_values(self) -> dict[str, Any]:
         return {key: getattr(self, key) for key in CONFIG_FIELDS}
