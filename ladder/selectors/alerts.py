@@ -22,9 +22,7 @@ from ladder.domain.alerts import (
 )
 from ladder.domain.alerts import Episode as AlertEpisodeSpec
 from ladder.domain.alerts import Rule as AlertRuleSpec
-from ladder.domain.types import (
-    Snapshot,
-)
+from ladder.domain.types import Snapshot
 from ladder.security.logredact import redact_url
 from ladder.selectors.connections import connection_poll_floor_s
 from ladder.selectors.health import beat_last_at
