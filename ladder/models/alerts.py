@@ -21,7 +21,6 @@ from ladder.domain.alerts import (
     RULE_KINDS,
     alert_email_addresses,
 )
-from ladder.domain.alerts import Rule as AlertRuleSpec
 from ladder.domain.alerts import rule_errors as alert_rule_errors
 from ladder.models.fields import choices
 from ladder.security.crypto import decrypt_credential, encrypt_credential
@@ -135,15 +134,6 @@ class AlertRule(models.Model):
         )
         if errors:
             raise ValidationError(errors)
-
-    def to_domain(self) -> AlertRuleSpec:
-        return AlertRuleSpec(
-            id=self.pk,
-            kind=self.kind,
-            target=self.target,
-            threshold=self.threshold,
-            quiet_period_s=float(self.quiet_period_s),
-        )
 
 
 class AlertEpisode(models.Model):

@@ -177,7 +177,12 @@ def alert_rules_all() -> list[AlertRuleRow]:
 
 
 def alert_rules_enabled() -> list[AlertRuleSpec]:
-    return [rule.to_domain() for rule in m.AlertRule.objects.filter(enabled=True).order_by("id")]
+    rows = m.AlertRule.objects.filter(enabled=True).order_by("id")
+    found = rows.values_list("id", "kind", "target", "threshold", "quiet_period_s")
+    return [
+        AlertRuleSpec(pk, kind, target, threshold, float(quiet_period_s))
+        for pk, kind, target, threshold, quiet_period_s in found
+    ]
 
 
 def alert_episodes_unrecovered() -> list[AlertEpisodeSpec]:
