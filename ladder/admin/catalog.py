@@ -43,14 +43,13 @@ class BillingCatalogEntryAdmin(VersionBumpingAdmin):
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        snapshot = snapshot_load()
         add_url = reverse("admin:ladder_billingcatalogentry_add")
         uncurated = [
             {
                 "label": f"{provider}/{auth_type}" if auth_type else f"{provider} (no auth type)",
                 "add_url": f"{add_url}?{urlencode({'provider': provider, 'auth_type': auth_type or ''})}",
             }
-            for provider, auth_type in catalog_uncurated_kinds(snapshot=snapshot)
+            for provider, auth_type in catalog_uncurated_kinds(snapshot=snapshot_load())
         ]
         context = {**(extra_context or {}), "uncurated_kinds": uncurated}
         return super().changelist_view(request, extra_context=context)
