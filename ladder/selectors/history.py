@@ -70,7 +70,7 @@ def failures_latest(*, connection_id: str, limit: int = 20) -> list[FailureRow]:
     return [FailureRow(*row) for row in rows.values_list(*FailureRow.__slots__)[:limit]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UsageRow:
     occurred_at: datetime
     model: str | None
@@ -83,10 +83,9 @@ class UsageRow:
 def usage_latest(*, connection_id: str, limit: int = 20) -> list[UsageRow]:
     """The connection's latest usage events, newest first."""
     rows = m.UsageEvent.objects.filter(connection_id=connection_id).order_by("-occurred_at", "-id")
-    fields = ("occurred_at", "model", "input_tokens", "output_tokens", "rung", "cost_usd")
     return [
         UsageRow(at, model, tokens_in, tokens_out, None if rung is None else Rung(rung), float(cost))
-        for at, model, tokens_in, tokens_out, rung, cost in rows.values_list(*fields)[:limit]
+        for at, model, tokens_in, tokens_out, rung, cost in rows.values_list(*UsageRow.__slots__)[:limit]
     ]
 
 
