@@ -69,10 +69,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from ladder.domain import advertised_auto_ids, rung_budgets, rung_for
+from ladder.domain import advertised_auto_ids, rung_budgets
 from ladder.domain.alerts import ALERT_CHANNEL_KINDS, ALERT_DELIVERY_STATUSES, RULE_KINDS
 from ladder.domain.resolve import billing_verdict
-from ladder.domain.tiers import served_models
+from ladder.domain.tiers import model_rungs
 from ladder.domain.types import Connection, Rung, Snapshot
 from ladder.domain.windows import connection_limits, reading_age_s
 from ladder.models.escalations import ESCALATION_KINDS
@@ -235,14 +235,7 @@ def quota_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:
 
 def connection_rungs(snapshot: Snapshot, connection: Connection) -> Counter[Rung]:
     """How many of the connection's models sit on each rung (as GET /api/v1/connections lists them)."""
-    billing = billing_verdict(snapshot, connection).billing
-    served = served_models(connection, snapshot)
-    rungs: Counter[Rung] = Counter(rung_for(billing, entry, snapshot.config) for entry in served)
-    in_catalog = {entry.model for entry in served}
-    for model in connection.models or ():
-        if model not in in_catalog:
-            rungs[rung_for(billing, None, snapshot.config)] += 1
-    return rungs
+    return Counter(model_rungs(connection, snapshot, billing_verdict(snapshot, connection).billing).values())
 
 
 def connection_families(snapshot: Snapshot, now: datetime) -> Iterator[Metric]:

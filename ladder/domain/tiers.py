@@ -39,3 +39,15 @@ def served_models(connection: Connection, snapshot: Snapshot) -> list[ModelEntry
         if entry.provider == connection.provider
         and (connection.models is None or entry.model in connection.models)
     ]
+
+
+def model_rungs(connection: Connection, snapshot: Snapshot, billing: Billing) -> dict[str, Rung]:
+    """The rung of each model the connection serves (GET /api/v1/connections' ``rungs``): its catalog
+    models, then the models it lists that the catalog lacks (premium, L2)."""
+    rungs = {
+        entry.model: rung_for(billing, entry, snapshot.config)
+        for entry in served_models(connection, snapshot)
+    }
+    for model in connection.models or ():
+        rungs.setdefault(model, rung_for(billing, None, snapshot.config))
+    return rungs

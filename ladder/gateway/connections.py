@@ -10,8 +10,9 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from ladder.contract import api
-from ladder.domain import rung_budgets, rung_for
+from ladder.domain import rung_budgets
 from ladder.domain.resolve import billing_verdict
+from ladder.domain.tiers import model_rungs
 from ladder.domain.types import CONNECTION_ID_PATTERN, Connection, Snapshot
 from ladder.gateway import clock
 from ladder.gateway.answers import answer, budgets_answer, reading_answer, utc_or_none
@@ -39,15 +40,7 @@ def connection_answer(
     connection: Connection, snapshot: Snapshot, credential: dict[str, Any] | None = None
 ) -> api.Connection:
     verdict = billing_verdict(snapshot, connection)
-    served = [
-        entry
-        for entry in snapshot.models
-        if entry.provider == connection.provider
-        and (connection.models is None or entry.model in connection.models)
-    ]
-    rungs = {entry.model: rung_for(verdict.billing, entry, snapshot.config).label for entry in served}
-    for model in connection.models or ():
-        rungs.setdefault(model, rung_for(verdict.billing, None, snapshot.config).label)
+    rungs = {model: rung.label for model, rung in model_rungs(connection, snapshot, verdict.billing).items()}
     return api.Connection(
         id=connection.id,
         provider=connection.provider,
