@@ -4,10 +4,14 @@ until shortly before they expire, for the deployments that borrow their key from
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
 
+from ladder_client.litellm_deployments import borrows_credential, with_api_key
 from ladder_client.types import BorrowedCredential
+
+D = TypeVar("D", bound=Mapping[str, Any])
 
 DEFAULT_CREDENTIAL_LEAD_S = 60.0
 
@@ -67,6 +71,21 @@ class CredentialCache:
             self._tokens[connection_id] = credential = fetch(connection_id)
             held = credential.access_token
         return held
+
+    async def lend(self, deployment: D) -> D | dict[str, Any]:
+        """``deployment``, or a copy calling with its connection's lent token when it borrows one
+        (``ladder_borrow_credential``): the router's own entry is untouched."""
+        connection_id = borrows_credential(deployment)
+        if connection_id is None:
+            return deployment
+        return with_api_key(deployment, await self.token(connection_id))
+
+    def lend_sync(self, deployment: D, fetch: Callable[[str], BorrowedCredential]) -> D | dict[str, Any]:
+        """The same, borrowing with a synchronous ``fetch`` when no token is held."""
+        connection_id = borrows_credential(deployment)
+        if connection_id is None:
+            return deployment
+        return with_api_key(deployment, self.token_sync(connection_id, fetch))
 
     def forget(self, connection_id: str) -> None:
         """Drop a token the upstream refused (a 401): the next request borrows afresh."""

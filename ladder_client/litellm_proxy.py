@@ -101,7 +101,6 @@ from ladder_client.litellm_deployments import (
     is_auto_id,
     ladder_candidates,
     metadata_buckets,
-    with_api_key,
 )
 from ladder_client.litellm_outcomes import answering_connection, answering_model_info
 from ladder_client.reporting import LadderReporter, PerLoop
@@ -319,18 +318,15 @@ class LadderProxyHook(ReportingHooks):
         return routing.pool_document(resolution)
 
     async def _with_credential(self, deployment: Mapping[str, Any]) -> Any:
-        connection_id = borrows_credential(deployment)
-        if connection_id is None:
-            return deployment
         try:
-            api_key = await self.credentials.token(connection_id)
+            return await self.credentials.lend(deployment)
         except LadderError as exc:
+            connection_id = borrows_credential(deployment)
             raise routing.refusal(
                 503,
                 {"message": f"{connection_id}: the ladder lent no credential: {exc}", "code": exc.code},
                 exc.retry_after_s or UNREACHABLE_RETRY_AFTER_S,
             ) from exc
-        return with_api_key(deployment, api_key)
 
     # --- outcomes ---------------------------------------------------------------------------
 

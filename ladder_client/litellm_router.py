@@ -29,12 +29,10 @@ from ladder_client.litellm_deployments import (
     LadderFallbackRefused,
     LadderPoolEmpty,
     Target,
-    borrows_credential,
     group_deployments,
     is_auto_id,
     ladder_candidates,
     original_model_group,
-    with_api_key,
 )
 from ladder_client.reporting import PerLoop
 from ladder_client.types import Candidate, Resolution
@@ -107,10 +105,7 @@ class LadderRoutingStrategy(CustomRoutingStrategyBase):
         if outside is not None:
             return outside
         chosen = self._choose(model, self.client.resolve(model, candidates), targets)
-        connection_id = borrows_credential(chosen)
-        if connection_id is None:
-            return chosen
-        return with_api_key(chosen, self.credentials.token_sync(connection_id, self.client.credential))
+        return self.credentials.lend_sync(chosen, self.client.credential)
 
     async def async_get_available_deployment(  # type: ignore[override]
         self,
@@ -125,10 +120,7 @@ class LadderRoutingStrategy(CustomRoutingStrategyBase):
         if outside is not None:
             return outside
         chosen = self._choose(model, await self.loops.client.resolve(model, candidates), targets)
-        connection_id = borrows_credential(chosen)
-        if connection_id is None:
-            return chosen
-        return with_api_key(chosen, await self.credentials.token(connection_id))
+        return await self.credentials.lend(chosen)
 
 
 # --- installing both --------------------------------------------------------------------------
