@@ -32,7 +32,6 @@ class CredentialCache:
         self._now = now
         self._tokens: dict[str, BorrowedCredential] = {}
         self._inflight: dict[str, asyncio.Future[BorrowedCredential]] = {}
-        self.fetches = 0
 
     def fresh(self, connection_id: str) -> str | None:
         held = self._tokens.get(connection_id)
@@ -57,7 +56,6 @@ class CredentialCache:
 
     async def _borrow(self, connection_id: str) -> BorrowedCredential:
         try:
-            self.fetches += 1
             credential = await self._fetch(connection_id)
             self._tokens[connection_id] = credential
             return credential

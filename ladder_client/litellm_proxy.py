@@ -103,7 +103,7 @@ from ladder_client.litellm_deployments import (
     metadata_buckets,
 )
 from ladder_client.litellm_outcomes import answering_connection, answering_model_info
-from ladder_client.reporting import LadderReporter, PerLoop
+from ladder_client.reporting import PerLoop
 from ladder_client.types import Candidate
 
 logger = logging.getLogger(__name__)
@@ -197,10 +197,6 @@ class LadderProxyHook(ReportingHooks):
     def client(self) -> AsyncLadderClient:
         """The client for the running event loop (see ``PerLoop``)."""
         return self.loops.client
-
-    @property
-    def reporter(self) -> LadderReporter:
-        return self.loops.reporter
 
     def _router(self) -> Any:
         if self.router is not None:

@@ -120,7 +120,6 @@ class LadderReporter:
         self.dropped = 0
         self.rejected = 0
         self.failed_batches = 0
-        self.observations_sent = 0
         self.observations_coalesced = 0
         self.failures_sent = 0
 
@@ -242,8 +241,6 @@ class LadderReporter:
                 )
             except LadderError as exc:
                 logger.warning("could not report %s's quota headers to the ladder: %s", connection_id, exc)
-                continue
-            self.observations_sent += 1
 
     def _older_than_failure(self, connection_id: str, observed_at: datetime) -> bool:
         failed_at = self._failed_at.get(connection_id)
@@ -338,7 +335,6 @@ class LadderReporter:
             "dropped",
             "rejected",
             "failed_batches",
-            "observations_sent",
             "observations_coalesced",
             "failures_sent",
         ):

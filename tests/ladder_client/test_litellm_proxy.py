@@ -182,7 +182,7 @@ def test_a_retry_after_a_429_climbs_exactly_one_rung_and_the_ladder_heard_it_fir
             assert fake.routes() == ["plan", "plan", "cheap"]
             # The failure hook was awaited: the ladder cools the plan down already.
             assert (await hook.client.connection(PLAN)).cooldown_until is not None
-            assert hook.reporter.failures_sent == 1
+            assert hook.loops.reporter.failures_sent == 1
             return served, climbed
         finally:
             await hook.aclose()
@@ -398,10 +398,10 @@ def test_usage_is_batched_and_counted_once(ladder: Ladder, fake: FakeOpenAI) -> 
             await serve(hook, router, request(THRIFTY))
         # LiteLLM runs success hooks after the answer, in tasks of their own.
         for _ in range(100):
-            if hook.reporter.queue_length == 3:
+            if hook.loops.reporter.queue_length == 3:
                 break
             await asyncio.sleep(0.05)
-        assert hook.reporter.queue_length == 3
+        assert hook.loops.reporter.queue_length == 3
         await hook.aclose()
 
     asyncio.run(run())
@@ -430,9 +430,9 @@ def test_a_full_queue_drops_with_a_counted_warning(caplog: pytest.LogCaptureFixt
     )
     event = UsageEvent(request_id="litellm:x", connection_id=PLAN, model="m", occurred_at=datetime.now(UTC))
     with caplog.at_level(logging.WARNING, logger="ladder_client.reporting"):
-        accepted = [hook.reporter.offer_usage(event) for _ in range(3)]
+        accepted = [hook.loops.reporter.offer_usage(event) for _ in range(3)]
     assert accepted == [True, True, False]
-    assert (hook.reporter.dropped, hook.reporter.queue_length) == (1, 2)
+    assert (hook.loops.reporter.dropped, hook.loops.reporter.queue_length) == (1, 2)
     assert any("usage queue full" in record.getMessage() for record in caplog.records)
 
 
