@@ -204,13 +204,15 @@ class LadderProxyHook(ReportingHooks):
         proxy_server = sys.modules.get("litellm.proxy.proxy_server")
         return getattr(proxy_server, "llm_router", None) if proxy_server is not None else None
 
-    def _check_router(self, router: Any) -> list[str]:
+    def _check_router(self, router: Any) -> None:
+        """LadderConfigError while the live router holds what would let auto/* escape the ladder."""
         if self._checked_router != id(router):
             self._router_problems = config.config_problems(config.router_config(router))
             self._checked_router = id(router)
             for problem in self._router_problems:
                 logger.error("ladder: %s", problem)
-        return self._router_problems
+        if self._router_problems:
+            raise LadderConfigError("; ".join(self._router_problems))
 
     def _candidates(self, model: str, deployments: Sequence[Mapping[str, Any]]) -> tuple[Candidate, ...]:
         """The group's candidates for the ladder, read again only when its deployments changed: LiteLLM
@@ -243,15 +245,11 @@ class LadderProxyHook(ReportingHooks):
         router = self._router()
         if router is None:
             return data  # no router (a bare proxy): LiteLLM answers for the unknown model
-        problems = self._check_router(router)
-        if problems:
-            raise routing.refusal(
-                503, {"message": "; ".join(problems), "code": "config_error", "auto_id": model}, None
-            )
-        deployments = group_deployments(router, model)
-        if not deployments:
-            return data  # LiteLLM answers its own "no such model"
         try:
+            self._check_router(router)
+            deployments = group_deployments(router, model)
+            if not deployments:
+                return data  # LiteLLM answers its own "no such model"
             candidates = self._candidates(model, deployments)
         except LadderConfigError as exc:
             raise routing.refusal(
