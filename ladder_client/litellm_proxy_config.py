@@ -24,13 +24,14 @@ FALLBACK_SETTINGS = ("fallbacks", "default_fallbacks", "context_window_fallbacks
 CONFIG_SECTIONS = ("router_settings", "litellm_settings")
 
 
-def _auto_groups(model_list: object) -> list[str]:
-    groups: list[str] = []
-    for deployment in model_list if isinstance(model_list, list) else ():
+def _auto_deployments(model_list: object) -> list[tuple[int, str, Mapping[str, Any]]]:
+    """(index, model group, deployment) of each deployment of an ``auto/*`` group."""
+    found = []
+    for index, deployment in enumerate(model_list if isinstance(model_list, list) else ()):
         name = deployment.get("model_name") if isinstance(deployment, Mapping) else None
-        if isinstance(name, str) and is_auto_id(name) and name not in groups:
-            groups.append(name)
-    return groups
+        if isinstance(name, str) and is_auto_id(name):
+            found.append((index, name, deployment))
+    return found
 
 
 def _fallback_problems(where: str, value: object, auto_groups: Sequence[str]) -> list[str]:
@@ -65,15 +66,10 @@ def _fallback_problems(where: str, value: object, auto_groups: Sequence[str]) ->
 def config_problems(config: Mapping[str, Any]) -> list[str]:
     """Every reason the proxy config (``config.yaml`` parsed) cannot run with the ladder, each
     naming its entry; empty when it can."""
-    model_list = config.get("model_list") or []
+    auto = _auto_deployments(config.get("model_list"))
+    auto_groups = list(dict.fromkeys(group for _, group, _ in auto))
     problems: list[str] = []
-    auto_groups = _auto_groups(model_list)
-    for index, deployment in enumerate(model_list if isinstance(model_list, list) else ()):
-        if not isinstance(deployment, Mapping):
-            continue
-        group = deployment.get("model_name")
-        if not isinstance(group, str) or not is_auto_id(group):
-            continue
+    for index, group, deployment in auto:
         try:
             ladder_candidates(group, [deployment])
         except LadderConfigError as exc:
