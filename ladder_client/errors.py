@@ -57,9 +57,9 @@ class LadderError(Exception):
 
 def retry_after_seconds(value: str | None, now: datetime) -> float | None:
     """A Retry-After header (seconds or an HTTP date) as seconds from now; None when unreadable."""
-    if value is None or not value.strip():
+    text = (value or "").strip()
+    if not text:
         return None
-    text = value.strip()
     try:
         seconds = float(text)
     except ValueError:

@@ -106,16 +106,9 @@ def ladder_target(deployment: Mapping[str, Any]) -> Target | None:
     if not isinstance(info, dict | Mapping):  # dict first: the common case, checked fastest
         return None
     connection_id, provider, model = info.get(CONNECTION_KEY), info.get(PROVIDER_KEY), info.get(MODEL_KEY)
-    if (
-        isinstance(connection_id, str)
-        and connection_id
-        and isinstance(provider, str)
-        and provider
-        and isinstance(model, str)
-        and model
-    ):
-        return provider, model, connection_id
-    return None
+    if not (isinstance(connection_id, str) and isinstance(provider, str) and isinstance(model, str)):
+        return None
+    return (provider, model, connection_id) if connection_id and provider and model else None
 
 
 def ladder_candidates(

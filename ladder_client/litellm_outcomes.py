@@ -105,8 +105,6 @@ def usage_event(kwargs: Mapping[str, Any], response_obj: object, answered: datet
 
 
 def _as_headers(value: object) -> dict[str, str]:
-    if value is None:
-        return {}
     items = value.items() if hasattr(value, "items") else ()
     return {str(name): str(item) for name, item in items}
 

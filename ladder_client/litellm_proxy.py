@@ -201,8 +201,7 @@ class LadderProxyHook(ReportingHooks):
     def _router(self) -> Any:
         if self.router is not None:
             return self.router
-        proxy_server = sys.modules.get("litellm.proxy.proxy_server")
-        return getattr(proxy_server, "llm_router", None) if proxy_server is not None else None
+        return getattr(sys.modules.get("litellm.proxy.proxy_server"), "llm_router", None)
 
     def _check_router(self, router: Any) -> None:
         """LadderConfigError while the live router holds what would let auto/* escape the ladder."""

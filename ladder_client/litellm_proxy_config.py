@@ -122,8 +122,7 @@ def proxy_config_path() -> str | None:
     explicit = os.environ.get(CONFIG_ENV)
     if explicit:
         return explicit
-    proxy_server = sys.modules.get("litellm.proxy.proxy_server")
-    path = getattr(proxy_server, "user_config_file_path", None) if proxy_server is not None else None
+    path = getattr(sys.modules.get("litellm.proxy.proxy_server"), "user_config_file_path", None)
     return path if isinstance(path, str) and path else None
 
 
