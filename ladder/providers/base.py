@@ -199,10 +199,6 @@ def throttled(wait_s: float | None, *, detail: str, window: str | None = None) -
 
 _SAFE_TRANSPORT_MESSAGES: tuple[tuple[type[Exception], str], ...] = (
     (httpx.ConnectError, "could not connect"),
-    (httpx.ConnectTimeout, "connect timeout"),
-    (httpx.ReadTimeout, "read timeout"),
-    (httpx.WriteTimeout, "write timeout"),
-    (httpx.PoolTimeout, "pool timeout"),
     (httpx.ReadError, "connection read failed"),
     (httpx.WriteError, "connection write failed"),
     (httpx.RemoteProtocolError, "the upstream broke the HTTP protocol"),
@@ -210,7 +206,8 @@ _SAFE_TRANSPORT_MESSAGES: tuple[tuple[type[Exception], str], ...] = (
 
 
 def _transport_summary(exc: Exception) -> str:
-    """The exception's type name and, for the safe kinds, a fixed message; never its own text."""
+    """The exception's type name and, for the safe kinds, a fixed message; never its own text (a
+    timeout, caught before, says its type name only)."""
     for kind, message in _SAFE_TRANSPORT_MESSAGES:
         if isinstance(exc, kind):
             return f"{type(exc).__name__} ({message})"
