@@ -18,7 +18,7 @@ from typing import ClassVar, Protocol
 
 import httpx
 
-from ladder.domain.types import Failure, Overage, Reading, Source, SpentWindow, Window
+from ladder.domain.types import Failure, Overage, Reading, Source, Window
 from ladder.domain.windows import provider_poll_floor_s
 from ladder.providers.ratelimit import HeaderWindow
 from ladder.providers.timeparse import cap_retry_after_s, parse_duration_s, retry_after_s
@@ -255,28 +255,6 @@ class ErrorReply:
         if status == 429:
             return throttled(wait, detail=detail or "HTTP 429")
         return Failure("upstream_error", retry_after_s=wait, detail=detail or f"HTTP {status}")
-
-
-def spent_failure(
-    spent: Sequence[SpentWindow],
-    now: datetime,
-    *,
-    detail: str,
-    retry_after_s: float | None,
-    reset_fallback: datetime | None = None,
-) -> Failure:
-    """An exhaustion naming every spent window: the one resetting last binds and comes first (its
-    reset, else ``reset_fallback``); ``windows`` lists them all when there are several."""
-    ordered = sorted(spent, key=lambda w: (w.reset_at is None, -(w.reset_at or now).timestamp()))
-    binding = SpentWindow(ordered[0].name, ordered[0].reset_at or reset_fallback)
-    return Failure(
-        "quota_exhausted",
-        window=binding.name,
-        reset_at=binding.reset_at,
-        retry_after_s=retry_after_s,
-        detail=detail,
-        windows=(binding, *ordered[1:]) if len(ordered) > 1 else (),
-    )
 
 
 class BaseAdapter:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ladder.domain.types import Failure, Overage, Reading, SpentWindow, Window
-from ladder.providers.base import BaseAdapter, ErrorReply, poll_reading, spent_failure, unverifiable
+from ladder.providers.base import BaseAdapter, ErrorReply, poll_reading, unverifiable
 from ladder.providers.timeparse import parse_time
 from ladder.providers.values import (
     as_bool,
@@ -186,15 +186,19 @@ class ClaudeOAuthAdapter(BaseAdapter):
         rejected = [claim for claim in unified_claims(reply.headers, reply.now) if claim.rejected]
         if rejected and (reply.status == 429 or unified_overage(reply.headers) == "meters-to-paid"):
             # A 200 with a rejected window and overage in use is billed as extra usage: the plan is spent.
-            # Every rejected window is spent; the one resetting last binds and is named first.
+            # Every rejected window is spent; the one resetting last binds and is named first, with its
+            # reset, else the unified one; ``windows`` lists them all when there are several.
             rejected.sort(key=lambda c: (c.reset_at is None, -(c.reset_at or reply.now).timestamp()))
+            binding = rejected[0].reset_at or parse_time(reply.headers.get(f"{UNIFIED}reset"), now=reply.now)
+            spent = [SpentWindow(claim.window_name, claim.reset_at) for claim in rejected[1:]]
             spill = " (served as paid extra usage)" if reply.status < 400 else ""
             names = ", ".join(claim.claim for claim in rejected)
-            return spent_failure(
-                [SpentWindow(claim.window_name, claim.reset_at) for claim in rejected],
-                reply.now,
-                detail=f"unified window{'s' if len(rejected) > 1 else ''} {names} rejected{spill}",
+            return Failure(
+                "quota_exhausted",
+                window=rejected[0].window_name,
+                reset_at=binding,
                 retry_after_s=reply.wait_s,
-                reset_fallback=parse_time(reply.headers.get(f"{UNIFIED}reset"), now=reply.now),
+                detail=f"unified window{'s' if spent else ''} {names} rejected{spill}",
+                windows=(SpentWindow(rejected[0].window_name, binding), *spent) if spent else (),
             )
         return reply.by_status(reply.message or reply.error_type)
