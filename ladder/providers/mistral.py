@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from ladder.domain.types import Failure, Reading, Window
-from ladder.providers.base import BaseAdapter, ErrorReply, throttled
+from ladder.providers.base import BaseAdapter, ErrorReply
 from ladder.providers.ratelimit import HeaderWindow
 
 # Assumed to be the UTC calendar month: the headers carry no reset for it.
@@ -53,9 +53,7 @@ class MistralAdapter(BaseAdapter):
 
     def classify(self, reply: ErrorReply) -> Failure:
         """Monthly cap exhaustion is also a 429: the monthly remaining header tells them apart."""
-        if reply.status != 429:
-            return reply.by_status(reply.message or reply.code)
-        monthly = MONTHLY.read(reply.headers, reply.now)
+        monthly = MONTHLY.read(reply.headers, reply.now) if reply.status == 429 else None
         if monthly is not None and monthly.remaining_pct <= 0:
             return Failure(
                 "quota_exhausted",
@@ -64,4 +62,4 @@ class MistralAdapter(BaseAdapter):
                 retry_after_s=reply.wait_s,
                 detail=reply.message,
             )
-        return throttled(reply.wait_s, detail=reply.message or reply.code or "HTTP 429")
+        return reply.by_status(reply.message or reply.code)
