@@ -31,9 +31,9 @@ from datetime import datetime, timedelta
 
 import httpx
 
-from ladder.providers.base import DEFAULT_TIMEOUT, MAX_BODY_BYTES, resolve_base_url
+from ladder.providers.base import DEFAULT_TIMEOUT, resolve_base_url
 from ladder.providers.credentials import KIRO_DEFAULT_REGION, KIRO_IDC, Credential, jwt_expiry
-from ladder.providers.values import as_dict, as_float, as_str, dig
+from ladder.providers.values import as_dict, as_float, as_str, decode_body, dig
 
 CLAUDE_CLIENT_ID = "9d1c250a-e61b-44d9-88ed-5944d1962f5e"
 CODEX_CLIENT_ID = "app_EMoamEEZ73f0CkXaXp7hrann"
@@ -80,25 +80,20 @@ def token_request(kind: str, credential: Credential) -> TokenRequest:
     if not token:
         raise RefreshFailed("no refresh token stored", transient=False)
     params = credential.refresh_params
+    oauth = {"grant_type": "refresh_token", "refresh_token": token}  # OAuth's refresh grant (RFC 6749 §6)
     if kind == "claude-oauth":
-        body = {"grant_type": "refresh_token", "refresh_token": token, "client_id": CLAUDE_CLIENT_ID}
+        body = {**oauth, "client_id": CLAUDE_CLIENT_ID}
         return TokenRequest("https://console.anthropic.com", "/v1/oauth/token", json_body=body)
     if kind == "codex-chatgpt":
-        body = {
-            "client_id": CODEX_CLIENT_ID,
-            "grant_type": "refresh_token",
-            "refresh_token": token,
-            "scope": "openid profile email",
-        }
+        body = {**oauth, "client_id": CODEX_CLIENT_ID, "scope": "openid profile email"}
         return TokenRequest("https://auth.openai.com", "/oauth/token", json_body=body)
     if kind in ("gemini-cli", "antigravity"):
         gemini = kind == "gemini-cli"
         form = {
+            **oauth,
             "client_id": params.get("client_id") or (GEMINI_CLIENT_ID if gemini else ANTIGRAVITY_CLIENT_ID),
             "client_secret": params.get("client_secret")
             or (GEMINI_CLIENT_SECRET if gemini else ANTIGRAVITY_CLIENT_SECRET),
-            "refresh_token": token,
-            "grant_type": "refresh_token",
         }
         return TokenRequest("https://oauth2.googleapis.com", "/token", form_body=form)
     if kind == "kiro":
@@ -143,11 +138,7 @@ def redeem_refresh_token(
         raise RefreshFailed(f"token endpoint timeout ({type(exc).__name__})", transient=True) from None
     except httpx.RequestError as exc:
         raise RefreshFailed(f"token endpoint unreachable ({type(exc).__name__})", transient=True) from None
-    content = response.content[:MAX_BODY_BYTES]
-    try:
-        body: object = response.json() if content else None
-    except ValueError:
-        body = None
+    body = decode_body(response.content)  # JSON when it parses
     status = response.status_code
     if status >= 500 or status in (408, 429):
         raise RefreshFailed(f"token endpoint answered HTTP {status}", transient=True)
