@@ -62,12 +62,7 @@ _MISSING_FIELD = re.compile(r"Object missing required field `(?P<key>[^`]+)`")
 
 
 class CredentialFileError(ValueError):
-    """A credential file that cannot be read; ``field`` is the JSON path that is wrong."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field}: {problem}" if field else problem)
-        self.field = field
-        self.problem = problem
+    """A credential file that cannot be read; the message starts with the JSON path that is wrong."""
 
 
 @dataclass(frozen=True)
@@ -98,15 +93,15 @@ def parse_credential_file(kind: str, text: str, *, now: datetime) -> Credential:
     """Read what ``kind``'s CLI writes. Raises CredentialFileError naming the field."""
     shape = FILES.get(kind)
     if shape is None:
-        raise CredentialFileError("", f"{kind} has no credential file to read; paste its key instead")
+        raise CredentialFileError(f"{kind} has no credential file to read; paste its key instead")
     if len(text) > MAX_FILE_CHARS:
-        raise CredentialFileError("", f"the file is over {MAX_FILE_CHARS} characters; paste only the JSON")
+        raise CredentialFileError(f"the file is over {MAX_FILE_CHARS} characters; paste only the JSON")
     try:
         document = json.loads(text)
     except ValueError as exc:
-        raise CredentialFileError("", f"not JSON: {exc}") from None
+        raise CredentialFileError(f"not JSON: {exc}") from None
     if not isinstance(document, dict):
-        raise CredentialFileError("", "expected a JSON object")
+        raise CredentialFileError("expected a JSON object")
     try:
         file = msgspec.convert(document, shape)
     except msgspec.ValidationError as exc:
@@ -134,7 +129,7 @@ def _file_error(said: str, shape: type[CredentialFile], document: dict[str, Any]
         expected += f" since 1970, got {value!r}"
     elif kind == Iso and isinstance(value, str):
         expected += f", got {value!r}"
-    return CredentialFileError(".".join(steps), expected)
+    return CredentialFileError(f"{'.'.join(steps)}: {expected}")
 
 
 def _clean(value: str | None) -> str | None:
@@ -210,11 +205,11 @@ class CodexFile(CredentialFile):
     def credential(self) -> Credential:
         if self.tokens is None:
             api_key = self.openai_api_key and "this auth.json holds an API key; add it as an openai key"
-            raise CredentialFileError("tokens", f"missing: {api_key}" if api_key else "missing")
+            raise CredentialFileError(f"tokens: missing: {api_key}" if api_key else "tokens: missing")
         access = self.tokens.access_token.strip()
         expires_at = jwt_expiry(access)
         if expires_at is None:
-            raise CredentialFileError("tokens.access_token", "expected a JWT with a numeric exp claim")
+            raise CredentialFileError("tokens.access_token: expected a JWT with a numeric exp claim")
         account = _clean(self.tokens.account_id)
         if account is None:
             auth = (jwt_claims(access) or {}).get(CODEX_AUTH_CLAIM)
@@ -264,10 +259,10 @@ class AntigravityFile(CredentialFile):
             expires_at = self.expired.astimezone(UTC)
         elif self.timestamp is not None and self.expires_in is not None:
             if self.expires_in <= 0:
-                raise CredentialFileError("expires_in", "expected a positive number of seconds")
+                raise CredentialFileError("expires_in: expected a positive number of seconds")
             expires_at = _from_millis(self.timestamp) + timedelta(seconds=self.expires_in)
         else:
-            raise CredentialFileError("expired", "missing (or expiry_date in milliseconds)")
+            raise CredentialFileError("expired: missing (or expiry_date in milliseconds)")
         project = _clean(self.project_id)
         email = _clean(self.email) or _jwt_email(_clean(self.id_token))
         return Credential(
@@ -297,14 +292,14 @@ class KiroFile(CredentialFile, rename="camel"):
     def credential(self) -> Credential:
         method = (_clean(self.auth_method) or KIRO_SOCIAL).lower()
         if method not in (KIRO_SOCIAL, KIRO_IDC):
-            raise CredentialFileError("authMethod", f"expected social or IdC, got {method!r}")
+            raise CredentialFileError(f"authMethod: expected social or IdC, got {method!r}")
         refresh_params = {"auth_method": method, "region": _clean(self.region) or KIRO_DEFAULT_REGION}
         if method == KIRO_IDC:
             hint = "required for authMethod IdC: copy it from ~/.aws/sso/cache/<clientIdHash>.json"
             for key, name in (("clientId", "client_id"), ("clientSecret", "client_secret")):
                 value = _clean(getattr(self, name))
                 if value is None:
-                    raise CredentialFileError(key, hint)
+                    raise CredentialFileError(f"{key}: {hint}")
                 refresh_params[name] = value
         profile_arn = _clean(self.profile_arn)
         return Credential(
