@@ -7,6 +7,9 @@ import email.utils
 from datetime import UTC, datetime
 
 import httpx
+import msgspec
+
+from ladder.contract import api
 
 # Raised before the request reached the ladder: safe to send any call again.
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
@@ -77,25 +80,16 @@ def error_from_response(response: httpx.Response, *, attempts: int) -> LadderErr
     """The API's error shape; an answer in another shape (a proxy's HTML page) keeps its status."""
     retry_after_s = retry_after_seconds(response.headers.get("Retry-After"), datetime.now(UTC))
     try:
-        document = response.json()
-    except ValueError:
-        document = None
-    error = document.get("error") if isinstance(document, dict) else None
-    if isinstance(error, dict) and isinstance(error.get("code"), str):
-        field = error.get("field")
-        return LadderError(
-            str(error.get("message") or error["code"]),
-            code=error["code"],
-            status=response.status_code,
-            field=field if isinstance(field, str) else None,
-            retry_after_s=retry_after_s,
-            attempts=attempts,
-        )
-    text = response.text.strip()[:200] or response.reason_phrase
+        error = msgspec.json.decode(response.content, type=api.Error).error
+    except msgspec.DecodeError:  # not JSON, or not the error shape
+        text = response.text.strip()[:200] or response.reason_phrase
+        message = f"the ladder answered HTTP {response.status_code} without its error shape: {text}"
+        error = api.ErrorDetail("unexpected_response", message, None)
     return LadderError(
-        f"the ladder answered HTTP {response.status_code} without its error shape: {text}",
-        code="unexpected_response",
+        error.message or error.code,
+        code=error.code,
         status=response.status_code,
+        field=error.field,
         retry_after_s=retry_after_s,
         attempts=attempts,
     )
