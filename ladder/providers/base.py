@@ -235,10 +235,7 @@ class ErrorReply:
     @property
     def wait_s(self) -> float | None:
         """Seconds from ``retry-after-ms`` or ``retry-after``, capped at 7 days; never raises."""
-        try:
-            ms = parse_duration_s(self.headers.get("retry-after-ms"), unit_s=0.001)
-        except (OverflowError, ValueError, TypeError):
-            ms = None
+        ms = parse_duration_s(self.headers.get("retry-after-ms"), unit_s=0.001)
         if ms is not None:
             return cap_retry_after_s(ms)
         return retry_after_s(self.headers.get("retry-after"), now=self.now)
