@@ -134,10 +134,8 @@ class ClaudeOAuthAdapter(BaseAdapter):
                 problems.append(f"{name}: no numeric {used_key!r}")
                 return
             reset_at = parse_time(dig(entry, "resets_at"), now=now)
-            remaining = clamp_pct(100.0 - used)
-            windows[name] = (
-                _scoped_window(family, remaining, reset_at) if family else Window(name, remaining, reset_at)
-            )
+            scope = (f"*{family}*",) if family else ()
+            windows[name] = Window(name, clamp_pct(100.0 - used), reset_at, scope)
 
         for key, name in (("five_hour", "5h"), ("seven_day", "7d")):
             if as_dict(dig(body, key)) is not None:
