@@ -1,7 +1,7 @@
 """What a gateway tells the ladder, sent the cheap way: batched usage, coalesced quota headers,
-and failures at once, by one ``LadderReporter`` per event loop (``PerLoop``). Shared by the LiteLLM
-proxy hook (``ladder_client.litellm_proxy``) and the Router's strategy and callback; it imports no
-LiteLLM.
+and failures at once, by one ``LadderReporter`` on the running loop's client (``PerLoop``). Shared
+by the LiteLLM proxy hook (``ladder_client.litellm_proxy``) and the Router's strategy and callback;
+it imports no LiteLLM.
 
 - **Usage** goes into a bounded queue and leaves in batches (``POST /api/v1/usage`` takes up to
   1,000 events), every ``flush_interval_s`` or as soon as a batch is full, and at shutdown
@@ -85,7 +85,8 @@ def refused_event(exc: LadderError, batch: list[UsageEvent]) -> tuple[UsageEvent
 
 
 class LadderReporter:
-    """Usage, quota headers and failures of one gateway process, for one ``AsyncLadderClient``.
+    """Usage, quota headers and failures of one gateway process, sent with the running loop's
+    ``AsyncLadderClient`` (``rebind`` hands it the next loop's).
 
     ``drain_sync`` (given a synchronous client) sends what is left when no event loop runs any more."""
 
@@ -319,26 +320,10 @@ class LadderReporter:
         await self._send_observations(force=True)
         await self.client.aclose()
 
-    def take_over(self, previous: LadderReporter) -> None:
-        """Adopt what another reporter (of a loop now gone) still holds, and its figures."""
-        self._usage.extend(previous._usage)
-        previous._usage.clear()
-        for connection_id, pending in previous._pending.items():
-            self._pending.setdefault(connection_id, pending)
-        previous._pending.clear()
-        for connection_id, failed_at in previous._failed_at.items():
-            self._failed_at[connection_id] = max(failed_at, self._failed_at.get(connection_id, failed_at))
-        self._last_sent.update(previous._last_sent)
-        for figure in (
-            "queued",
-            "sent",
-            "dropped",
-            "rejected",
-            "failed_batches",
-            "observations_coalesced",
-            "failures_sent",
-        ):
-            setattr(self, figure, getattr(self, figure) + getattr(previous, figure))
+    def rebind(self, client: AsyncLadderClient) -> None:
+        """Send with ``client`` (a new loop's) from now on, what the loop now gone left included."""
+        self.client = client
+        self._closed = False
         if self._usage or self._pending:
             self._start_flusher(urgent=False)
 
@@ -366,9 +351,10 @@ class LadderReporter:
 
 
 class PerLoop:
-    """An ``AsyncLadderClient`` and its ``LadderReporter`` for the running event loop. httpx's pool
-    is bound to the loop it was made on: a server has one loop; a program that runs several
-    (``asyncio.run`` per call) gets a client per loop. A client given (tests) is always used."""
+    """An ``AsyncLadderClient`` for the running event loop, and the ``LadderReporter`` sending with
+    it. httpx's pool is bound to the loop it was made on: a server has one loop; a program that runs
+    several (``asyncio.run`` per call) gets a client per loop, and the reporter, with what it still
+    holds, moves to it. A client given (tests) is always used."""
 
     def __init__(
         self,
@@ -398,10 +384,10 @@ class PerLoop:
     @property
     def reporter(self) -> LadderReporter:
         client = self.client
-        if self._reporter is None or self._reporter.client is not client:
-            previous, self._reporter = self._reporter, LadderReporter(client, **self._reporter_options)
-            if previous is not None:  # what the old loop's reporter still held goes with the new one
-                self._reporter.take_over(previous)
+        if self._reporter is None:
+            self._reporter = LadderReporter(client, **self._reporter_options)
+        elif self._reporter.client is not client:  # what it still holds goes with the new loop's client
+            self._reporter.rebind(client)
         return self._reporter
 
     @property
