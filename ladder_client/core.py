@@ -20,6 +20,8 @@ from ladder_client.types import Candidate, Resolution
 
 T = TypeVar("T")
 C = TypeVar("C", bound="ClientCore")
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_RETRIES = 2
@@ -45,6 +47,20 @@ class Attempts(Protocol):
     def __aiter__(self) -> AsyncIterator[stamina.Attempt]: ...
 
 
+class LastKept(OrderedDict[K, V]):
+    """The entries of the last ``limit`` keys put (``keep``), oldest first."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def keep(self, key: K, value: V) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.limit:
+            self.popitem(last=False)
+
+
 class ResolutionCache:
     """Resolutions by (model, candidates) for ``ttl_s`` seconds; LRU-bounded; thread-safe."""
 
@@ -53,8 +69,7 @@ class ResolutionCache:
     ) -> None:
         self.ttl_s = ttl_s
         self._clock = clock
-        self._max_entries = max_entries
-        self._entries: OrderedDict[Hashable, tuple[float, Resolution]] = OrderedDict()
+        self._entries: LastKept[Hashable, tuple[float, Resolution]] = LastKept(max_entries)
         self._lock = threading.Lock()
 
     @property
@@ -79,10 +94,7 @@ class ResolutionCache:
         if not self.enabled:
             return
         with self._lock:
-            self._entries[key] = (self._clock() + self.ttl_s, resolution)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max_entries:
-                self._entries.popitem(last=False)
+            self._entries.keep(key, (self._clock() + self.ttl_s, resolution))
 
     def clear(self) -> None:
         with self._lock:

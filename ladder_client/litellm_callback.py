@@ -27,8 +27,8 @@ from litellm.integrations.custom_logger import CustomLogger
 
 from ladder_client.aclient import AsyncLadderClient
 from ladder_client.client import LadderClient
+from ladder_client.core import LastKept
 from ladder_client.litellm_outcomes import (
-    SeenOnce,
     answered_at,
     failure_details,
     quota_headers,
@@ -38,6 +38,8 @@ from ladder_client.litellm_outcomes import (
 from ladder_client.reporting import PerLoop
 
 logger = logging.getLogger(__name__)
+
+REPORTED_FAILURES_KEPT = 512
 
 
 def _as_mapping(kwargs: Any) -> Mapping[str, Any]:
@@ -55,7 +57,8 @@ class ReportingHooks(CustomLogger):
         self.loops = loops
         self.report_headers = report_headers
         # LiteLLM may hand one failure to both the sync and the async hook: each is reported once.
-        self._seen = SeenOnce()
+        # The exceptions are kept by id, and held, so that their ids are not reused.
+        self._seen: LastKept[int, BaseException] = LastKept(REPORTED_FAILURES_KEPT)
         self._lock = threading.Lock()  # guards _seen and _failed_at, never held across a call
         self._failed_at: dict[str, datetime] = {}
 
@@ -104,8 +107,9 @@ class ReportingHooks(CustomLogger):
             return None
         connection_id, model, status, exc = failure
         with self._lock:
-            if not self._seen.first(exc):
+            if id(exc) in self._seen:
                 return None
+            self._seen.keep(id(exc), exc)
             self._failed_at[connection_id] = max(answered, self._failed_at.get(connection_id, answered))
         headers, body = failure_details(exc)
         return {

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -21,7 +20,6 @@ logger = logging.getLogger(__name__)
 # Response headers worth sending to the ladder: its adapters read rate-limit and quota headers
 # (anthropic-ratelimit-unified-*, x-codex-*, x-ratelimit-*); anything else is noise.
 QUOTA_HEADER_MARKERS = ("limit", "quota", "codex", "reset", "retry-after", "usage")
-REPORTED_FAILURES_KEPT = 512
 
 # (connection id, ladder model, status, the exception) of an upstream error answer
 Failure = tuple[str, str, int, BaseException]
@@ -165,20 +163,3 @@ def failure_details(exc: BaseException) -> tuple[dict[str, str], object]:
             return headers, text
     body = getattr(exc, "body", None)
     return headers, body if body is not None else str(exc)
-
-
-class SeenOnce:
-    """Remembers the last ``kept`` objects it was shown (by identity): LiteLLM may hand one failure
-    to two hooks, and each is reported once. Holding the objects keeps their ids from being reused."""
-
-    def __init__(self, kept: int = REPORTED_FAILURES_KEPT) -> None:
-        self._kept = kept
-        self._seen: OrderedDict[int, object] = OrderedDict()
-
-    def first(self, thing: object) -> bool:
-        if id(thing) in self._seen:
-            return False
-        self._seen[id(thing)] = thing
-        while len(self._seen) > self._kept:
-            self._seen.popitem(last=False)
-        return True

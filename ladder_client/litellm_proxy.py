@@ -76,7 +76,6 @@ import operator
 import os
 import sys
 import uuid
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -87,7 +86,7 @@ from ladder_client import litellm_proxy_config as config
 from ladder_client import litellm_proxy_routing as routing
 from ladder_client.aclient import DEFAULT_MAX_CONNECTIONS, AsyncLadderClient
 from ladder_client.client import LadderClient
-from ladder_client.core import DEFAULT_TIMEOUT_S
+from ladder_client.core import DEFAULT_TIMEOUT_S, LastKept
 from ladder_client.credential_cache import CredentialCache
 from ladder_client.errors import LadderError
 from ladder_client.litellm_callback import ReportingHooks
@@ -141,12 +140,13 @@ class LadderProxyHook(ReportingHooks):
         self.router = router
         self._given_client = client
         self.credentials = CredentialCache(lambda connection_id: self.client.credential(connection_id))
-        self._failed: OrderedDict[str, set[str]] = OrderedDict()
-        # The pools the pre-call hook resolved, by request id: the filter trusts only these, never a
-        # ``ladder_pool`` that the client wrote into its own metadata.
-        self._pools: OrderedDict[str, routing.Pool] = OrderedDict()
+        # What each recent request knows, by request id: the deployments that failed in it, and the
+        # pool the pre-call hook resolved (the filter trusts only these, never a ``ladder_pool`` that
+        # the client wrote into its own metadata; an evicted pool is resolved again: fail closed).
+        self._failed: LastKept[str, set[str]] = LastKept(FAILED_REQUESTS_KEPT)
+        self._pools: LastKept[str, routing.Pool] = LastKept(FAILED_REQUESTS_KEPT)
         # Each auto group's candidates, with the deployments they were read from (see _candidates).
-        self._groups: OrderedDict[str, tuple[tuple[Any, ...], tuple[Candidate, ...]]] = OrderedDict()
+        self._groups: LastKept[str, tuple[tuple[Any, ...], tuple[Candidate, ...]]] = LastKept(GROUPS_KEPT)
         self._checked_router: int | None = None
         self._router_problems: list[str] = []
 
@@ -226,7 +226,7 @@ class LadderProxyHook(ReportingHooks):
         ):
             return cached[1]
         candidates, _ = ladder_candidates(model, deployments)
-        _remember(self._groups, model, (tuple(deployments), candidates), GROUPS_KEPT)
+        self._groups.keep(model, (tuple(deployments), candidates))
         return candidates
 
     # --- before the router ------------------------------------------------------------------
@@ -272,7 +272,7 @@ class LadderProxyHook(ReportingHooks):
         buckets = metadata_buckets(data) or [data.setdefault("metadata", {})]
         request_id = uuid.uuid4().hex
         pool = routing.pool_document(resolution)
-        _remember(self._pools, request_id, pool)
+        self._pools.keep(request_id, pool)
         for bucket in buckets:
             bucket[routing.POOL_KEY] = pool
             bucket[routing.REQUEST_KEY] = request_id
@@ -340,7 +340,7 @@ class LadderProxyHook(ReportingHooks):
             return
         failed = self._failed.get(str(request_id)) or set()
         failed.add(str(deployment_id))
-        _remember(self._failed, str(request_id), failed)
+        self._failed.keep(str(request_id), failed)
 
     async def aclose(self) -> None:
         """Flush what is queued and close the client (the proxy's shutdown, or a test's end)."""
@@ -366,15 +366,6 @@ def _ladder_transport() -> httpx.AsyncBaseTransport | None:
         )
         return None
     return aiohttp_transport(DEFAULT_MAX_CONNECTIONS)
-
-
-def _remember(kept: OrderedDict[str, Any], key: str, value: Any, limit: int = FAILED_REQUESTS_KEPT) -> None:
-    """Keep ``value`` under ``key`` among the last ``limit`` keys' (an evicted pool is resolved again
-    by the filter: fail closed; evicted candidates are read again from the deployments)."""
-    kept[key] = value
-    kept.move_to_end(key)
-    while len(kept) > limit:
-        kept.popitem(last=False)
 
 
 def flush_at_proxy_shutdown(hook: LadderProxyHook) -> bool:
