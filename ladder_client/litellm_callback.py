@@ -72,7 +72,9 @@ class ReportingHooks(CustomLogger):
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
     ) -> None:
         try:
-            await self.areport_failure(_as_mapping(kwargs), answered_at(end_time))
+            report = self._failure_report(_as_mapping(kwargs), answered_at(end_time))
+            if report is not None:
+                await self.loops.reporter.report_failure(**report)
         except Exception as exc:  # the caller's request must never fail for want of a report
             logger.warning("could not report the failure to the ladder: %s", exc, exc_info=True)
 
@@ -93,11 +95,6 @@ class ReportingHooks(CustomLogger):
         headers = quota_headers(kwargs, response_obj) if self.report_headers else {}
         if headers:
             reporter.offer_headers(event.connection_id, headers, answered)
-
-    async def areport_failure(self, kwargs: Mapping[str, Any], answered: datetime) -> None:
-        report = self._failure_report(kwargs, answered)
-        if report is not None:
-            await self.loops.reporter.report_failure(**report)
 
     def _failure_report(self, kwargs: Mapping[str, Any], answered: datetime) -> dict[str, Any] | None:
         """What is sent of an upstream error answer (``report_failure``'s arguments), the first time
