@@ -34,23 +34,19 @@ def _premium_pct(snapshot: dict[str, object]) -> float | str:
     )
 
 
-def _limited_windows(body: object, snapshots: dict[str, object], now: datetime) -> list[Window]:
+def _chat_window(body: object, snapshots: dict[str, object], now: datetime) -> Window | None:
     """``monthly-chat``: a limited chat snapshot first, else the chat count of ``limited_user_quotas``
     over that of ``monthly_quotas`` (an unlimited chat snapshot does not hide those counts)."""
-    reset_at = _reset_at(body, now)
-    windows: dict[str, Window] = {}
     for key in ("chat", "chat_messages"):
         snapshot = as_dict(snapshots.get(key))
         if snapshot is not None and not as_bool(snapshot.get("unlimited")):
             pct = _premium_pct(snapshot)
             if not isinstance(pct, str):
-                windows.setdefault("monthly-chat", Window("monthly-chat", pct, reset_at))
+                return Window("monthly-chat", pct, _reset_at(body, now))
     # Completions (code completion) never carry routed chat, so only the chat quota gates.
     remaining = as_float(dig(body, "limited_user_quotas", "chat"))
     counted = share_pct(remaining, as_float(dig(body, "monthly_quotas", "chat")))
-    if counted is not None and "monthly-chat" not in windows:
-        windows["monthly-chat"] = Window("monthly-chat", counted, reset_at)
-    return list(windows.values())
+    return None if counted is None else Window("monthly-chat", counted, _reset_at(body, now))
 
 
 class CopilotAdapter(BaseAdapter):
@@ -88,9 +84,9 @@ class CopilotAdapter(BaseAdapter):
             if not isinstance(pct, str):
                 return poll_reading(now, [Window(WINDOW, pct, _reset_at(body, now))], overage=overage)
             problem = pct
-        windows = _limited_windows(body, snapshots, now)
-        if windows:
-            return poll_reading(now, windows, overage=overage)
+        chat = _chat_window(body, snapshots, now)
+        if chat is not None:
+            return poll_reading(now, [chat], overage=overage)
         if premium is not None and as_bool(premium.get("unlimited")):
             return poll_reading(now, notes=["premium interactions are unlimited"], overage=overage)
         return poll_reading(now, problems=[problem], overage=overage)
