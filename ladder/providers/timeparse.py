@@ -22,9 +22,8 @@ EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 LATEST = datetime(2200, 1, 1, tzinfo=UTC)
 
 _GO_UNITS_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_GO_PART = r"(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h)"
-_GO_DURATION = re.compile(rf"(?:{_GO_PART})+")
 _GO_PIECE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_GO_DURATION = re.compile(rf"(?:{_GO_PIECE.pattern})+")
 
 
 def parse_number(value: object) -> float | None:
@@ -101,7 +100,7 @@ def parse_time(
         parsed = _from_epoch(number)
     elif isinstance(value, str) and value.strip():
         text = value.strip()
-        seconds = parse_duration_s(text) if _GO_DURATION.fullmatch(text) else None
+        seconds = parse_duration_s(text)  # not a number here: a Go duration, or None
         parsed = now + timedelta(seconds=seconds) if seconds is not None else _from_text(text, tz)
     else:
         return None
