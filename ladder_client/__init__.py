@@ -9,6 +9,7 @@ sends them from a thread, ``AsyncLadderClient`` (``ladder_client.aclient``) from
 ``ladder_client.litellm_router``, its callback in ``ladder_client.litellm_callback``, the proxy's hook
 in ``ladder_client.litellm_proxy``.
 """
+# ruff: noqa: F401  (the package's public names: `from ladder_client import LadderClient`)
 
 from ladder_client.aclient import AsyncLadderClient
 from ladder_client.client import LadderClient
@@ -33,26 +34,3 @@ from ladder_client.types import (
     UsageReport,
 )
 
-__all__ = [
-    "AsyncLadderClient",
-    "BorrowedCredential",
-    "Candidate",
-    "ConnectionState",
-    "ConnectionsReport",
-    "CredentialSummary",
-    "EmptyPool",
-    "Excluded",
-    "FailureOutcome",
-    "LadderClient",
-    "LadderError",
-    "LadderProtocolError",
-    "PoolEntry",
-    "QuotaWindow",
-    "Reading",
-    "Resolution",
-    "ResolutionCache",
-    "RungBudget",
-    "UsageEvent",
-    "UsageRecorded",
-    "UsageReport",
-]
