@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import groupby
 
 from ladder.domain.types import Thresholds
 from ladder.selectors.history import WindowPoint
@@ -110,12 +111,9 @@ class Chart:
     band_y: float
     band_h: float
     cutoff_y: float
-    floor_y: float
     lines: list[ChartLine]
     resets: list[ChartMark]
     cooldowns: list[ChartSpan]
-    start: datetime
-    end: datetime
     readings: int
     ticks: list[ChartMark]
     range_key: str = CHART_DEFAULT_RANGE
@@ -146,23 +144,11 @@ def _thin(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     """At most the lowest and the highest point per pixel column, in time order, and always the
     latest: 7 days of minute polls stay a few hundred points and every dip still shows."""
     kept: list[tuple[float, float]] = []
-    column: list[tuple[int, tuple[float, float]]] = []
-    current: int | None = None
-
-    def flush() -> None:
-        if not column:
-            return
+    for _, pixel in groupby(enumerate(points), key=lambda item: int(item[1][0])):
+        column = list(pixel)
         low = min(column, key=lambda item: item[1][1])
         high = max(column, key=lambda item: item[1][1])
         kept.extend(point for _, point in sorted({low, high}))
-
-    for index, point in enumerate(points):
-        pixel = int(point[0])
-        if pixel != current:
-            flush()
-            column, current = [], pixel
-        column.append((index, point))
-    flush()
     if points and kept[-1] != points[-1]:
         kept.append(points[-1])
     return kept
@@ -172,9 +158,9 @@ def _ticks(
     start: datetime, end: datetime, step: timedelta, fmt: str, x: Callable[[datetime], float]
 ) -> list[ChartMark]:
     step_s = step.total_seconds()
-    first = datetime.fromtimestamp(-(-start.timestamp() // step_s) * step_s, tz=UTC)
+    # The first whole step at or after the start.
+    moment = datetime.fromtimestamp(-(-start.timestamp() // step_s) * step_s, tz=UTC)
     marks = []
-    moment = first
     while moment <= end:
         marks.append(ChartMark(x(moment), moment.strftime(fmt)))
         moment += step
@@ -205,9 +191,7 @@ def chart_build(
 
     series: dict[str, list[tuple[float, float]]] = {}
     resets: dict[datetime, str] = {}
-    readings: set[int] = set()
     for point in points:
-        readings.add(point.reading_id)
         series.setdefault(point.name, []).append((x(point.fetched_at), point.remaining_pct))
         if point.reset_at is not None and start <= point.reset_at <= end:
             resets.setdefault(point.reset_at, point.name)
@@ -221,17 +205,9 @@ def chart_build(
             forecast = ChartForecast(
                 last_x, _y(last_pct), x(due), cutoff_y, f"{name} runs out at {due.astimezone(UTC):%H:%M} UTC"
             )
-        lines.append(
-            ChartLine(
-                name,
-                CHART_COLOURS[i % len(CHART_COLOURS)],
-                " ".join(f"{px:g},{_y(pct):g}" for px, pct in _thin(raw)),
-                last_pct,
-                last_x,
-                _y(last_pct),
-                forecast,
-            )
-        )
+        colour = CHART_COLOURS[i % len(CHART_COLOURS)]
+        polyline = " ".join(f"{px:g},{_y(pct):g}" for px, pct in _thin(raw))
+        lines.append(ChartLine(name, colour, polyline, last_pct, last_x, _y(last_pct), forecast))
     spans = [(begin, until) for begin, until in cooldowns if until > start]
     if cooldown_until is not None and cooldown_until > start:
         spans.append((min(now, cooldown_until), cooldown_until))
@@ -246,13 +222,10 @@ def chart_build(
         band_y=floor_y,
         band_h=max(1.0, cutoff_y - floor_y),
         cutoff_y=cutoff_y,
-        floor_y=floor_y,
         lines=lines,
         resets=[ChartMark(x(at), f"{name} reset {at:%H:%M}Z") for at, name in sorted(resets.items())],
         cooldowns=drawn,
-        start=start,
-        end=end,
-        readings=len(readings),
+        readings=len({point.reading_id for point in points}),
         ticks=_ticks(start, end, step, fmt, x),
         range_key=range_key,
         range_chosen=range_chosen,
