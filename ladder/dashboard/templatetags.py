@@ -20,12 +20,13 @@ def window_bar(window: WindowView) -> SafeString:
     """The remaining-% bar with the reserve (exit cutoff → cutoff) and the hysteresis band (cutoff →
     floor) drawn on it; numbers and an escaped label only."""
     # Numbers in the bar's 0–100 units, formatted once here: cheaper than template filters on 1,000s of bars.
-    cutoff, floor, fill = f"{window.cutoff_pct:.2f}", f"{window.floor_pct:.2f}", f"{window.remaining_pct:.2f}"
-    band = f"{max(0.0, window.floor_pct - window.cutoff_pct):.2f}"
+    limits = window.limits
+    cutoff, floor, fill = f"{limits.cutoff_pct:.2f}", f"{limits.floor_pct:.2f}", f"{window.remaining_pct:.2f}"
+    band = f"{max(0.0, limits.floor_pct - limits.cutoff_pct):.2f}"
     reserve = ""
-    if window.reserve_pct is not None and window.cutoff_pct > window.exit_cutoff_pct:
+    if limits.reserve_pct is not None and limits.cutoff_pct > limits.exit_cutoff_pct:
         # The reserve's own band: from the exit cutoff up to the connection's cutoff.
-        x, width = f"{window.exit_cutoff_pct:.2f}", f"{window.cutoff_pct - window.exit_cutoff_pct:.2f}"
+        x, width = f"{limits.exit_cutoff_pct:.2f}", f"{limits.cutoff_pct - limits.exit_cutoff_pct:.2f}"
         reserve = f'<rect class="reserve" x="{x}" y="0" width="{width}" height="10"/>'
     return mark_safe(  # noqa: S308 - every interpolated value is a number or escaped
         '<svg class="bar" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" '

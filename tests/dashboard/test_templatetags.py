@@ -6,24 +6,29 @@ from __future__ import annotations
 from django.template import Context, Template
 
 from ladder.dashboard.pages.overview import WindowView
+from ladder.domain.types import Limits
 
 
 def window(**changes: object) -> WindowView:
+    """A window view; a change of one of the limits' fields goes to its limits."""
+    limits: dict[str, object] = {
+        "exit_cutoff_pct": 2.0,
+        "reserve_pct": None,
+        "cutoff_pct": 2.0,
+        "floor_pct": 5.0,
+        "age_limit_s": 600.0,
+    }
     values: dict[str, object] = {
         "name": "5h",
         "remaining_pct": 42.5,
-        "cutoff_pct": 2.0,
-        "floor_pct": 5.0,
         "latched": False,
         "usable": True,
-        "reset_at": None,
         "reset_in": "in 2h",
-        "reset_passed": False,
         "scope": "all models",
-        "exit_cutoff_pct": 2.0,
     }
-    values.update(changes)
-    return WindowView(**values)  # type: ignore[arg-type]
+    for key, value in changes.items():
+        (limits if key in limits else values)[key] = value
+    return WindowView(limits=Limits(**limits), **values)  # type: ignore[arg-type]
 
 
 def render(w: WindowView) -> str:

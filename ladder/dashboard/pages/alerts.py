@@ -25,7 +25,6 @@ ALERT_DELIVERIES_SHOWN = 100
 
 @dataclass
 class AlertsPage:
-    now: datetime
     open: list[tuple[AlertEpisodeRow, str]]  # each episode with how long it has lasted, in words
     history: list[tuple[AlertEpisodeRow, str]]
     page: int
@@ -74,7 +73,6 @@ def alerts_page_build(*, now: datetime, page: str = "1", status: str = "") -> Al
     number, status, error = _query(page, status, tuple(counts))
     history = alert_episodes_closed(offset=(number - 1) * ALERT_HISTORY_PAGE, limit=ALERT_HISTORY_PAGE)
     return AlertsPage(
-        now=now,
         open=[_lasted(e, now) for e in alert_episodes_open()],
         history=[_lasted(e, now) for e in history[:ALERT_HISTORY_PAGE]],
         page=number,

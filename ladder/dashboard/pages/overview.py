@@ -30,10 +30,9 @@ from ladder.domain import (
     rung_for,
 )
 from ladder.domain.billing import BillingVerdict
-from ladder.domain.budgets import RungBudget
 from ladder.domain.scopes import scope_words
 from ladder.domain.types import LadderConfig, Thresholds
-from ladder.domain.windows import connection_limits, is_too_old, is_usable, reading_age_s, reset_passed
+from ladder.domain.windows import connection_limits, is_too_old, is_usable, reading_age_s
 from ladder.selectors.snapshot import catalog_uncurated_kinds, snapshot_load
 
 
@@ -41,27 +40,25 @@ from ladder.selectors.snapshot import catalog_uncurated_kinds, snapshot_load
 class WindowView:
     name: str
     remaining_pct: float
-    cutoff_pct: float  # the connection's: max(exit cutoff, reserve) (DESIGN L6)
-    floor_pct: float  # the connection's re-entry floor, shifted up by its reserve
+    # The connection's: its cutoff, max(exit cutoff, reserve) (DESIGN L6), its re-entry floor shifted
+    # up by the reserve, and the global exit cutoff (at or below it the window is spent).
+    limits: Thresholds
     latched: bool
     usable: bool
-    reset_at: datetime | None
     reset_in: str
-    reset_passed: bool
     scope: str
-    exit_cutoff_pct: float = 0.0  # the global exit cutoff: at or below it the window is spent
-    reserve_pct: float | None = None
     forecast: str = ""  # "runs out at 14:20 UTC, 40m before its reset"; "" without a forecast
 
     @property
     def state(self) -> str:
+        limits = self.limits
         if not self.usable:
-            if self.remaining_pct <= self.exit_cutoff_pct:
+            if self.remaining_pct <= limits.exit_cutoff_pct:
                 return "exhausted"
-            if self.reserve_pct is not None and self.remaining_pct <= self.reserve_pct:
+            if limits.reserve_pct is not None and self.remaining_pct <= limits.reserve_pct:
                 return "reserved"
             return "latched"
-        return "band" if self.remaining_pct <= self.floor_pct else "ok"
+        return "band" if self.remaining_pct <= limits.floor_pct else "ok"
 
     @property
     def pct_label(self) -> str:
@@ -69,14 +66,15 @@ class WindowView:
 
     @property
     def aria(self) -> str:
+        limits = self.limits
         reserve = (
-            f", reserve {pct_label(self.reserve_pct)}% kept for your own use"
-            if self.reserve_pct is not None and self.cutoff_pct > self.exit_cutoff_pct
+            f", reserve {pct_label(limits.reserve_pct)}% kept for your own use"
+            if limits.reserve_pct is not None and limits.cutoff_pct > limits.exit_cutoff_pct
             else ""
         )
         return (
-            f"{self.name}: {self.pct_label}% remaining; exit cutoff {pct_label(self.exit_cutoff_pct)}%"
-            f"{reserve}, re-entry floor {pct_label(self.floor_pct)}%"
+            f"{self.name}: {self.pct_label}% remaining; exit cutoff {pct_label(limits.exit_cutoff_pct)}%"
+            f"{reserve}, re-entry floor {pct_label(limits.floor_pct)}%"
         )
 
 
@@ -140,7 +138,6 @@ class ConnectionCard:
 
 @dataclass(frozen=True)
 class BudgetView:
-    rung: str
     budget_usd: float | None
     spent_usd: float
     period_ends_at: datetime
@@ -184,16 +181,11 @@ def _window_view(window: Window, limits: Thresholds, now: datetime) -> WindowVie
     return WindowView(
         name=window.name,
         remaining_pct=window.remaining_pct,
-        cutoff_pct=limits.cutoff_pct,
-        floor_pct=limits.floor_pct,
+        limits=limits,
         latched=window.latched,
         usable=is_usable(window, limits),
-        reset_at=window.reset_at,
         reset_in=until_words(window.reset_at, now),
-        reset_passed=reset_passed(window, now),
         scope=scope_words(window.scope_models),
-        exit_cutoff_pct=limits.exit_cutoff_pct,
-        reserve_pct=limits.reserve_pct,
         forecast=forecast_words(window.exhausts_at, window.reset_at, now),
     )
 
@@ -224,16 +216,6 @@ def connection_card(
         reading_stale=bool(reading and is_too_old(reading, now, limits)),
         windows=tuple(_window_view(w, limits, now) for w in reading.windows) if (reading and quota) else (),
         reserve_pct=connection.reserve_pct,
-    )
-
-
-def _budget_view(budget: RungBudget, now: datetime) -> BudgetView:
-    return BudgetView(
-        rung=budget.rung,
-        budget_usd=budget.budget_usd,
-        spent_usd=budget.spent_usd,
-        period_ends_at=budget.period_ends_at,
-        period_ends_in=until_words(budget.period_ends_at, now),
     )
 
 
@@ -285,9 +267,9 @@ def overview_from_snapshot(snapshot: Snapshot, *, now: datetime, only: str | Non
     subscription = _pool_members(resolve(snapshot, "auto/subscription", candidates, now))
     thrifty = _pool_members(resolve(snapshot, "auto/thrifty", candidates, now))
     columns = {rung: RungColumn(rung, RUNG_TITLES[rung], [], None) for rung in Rung}
-    budgets = rung_budgets(config, snapshot.spend_usd, now)
-    for rung, budget in budgets.items():
-        columns[rung].budget = _budget_view(budget, now)
+    for rung, budget in rung_budgets(config, snapshot.spend_usd, now).items():
+        ends_in = until_words(budget.period_ends_at, now)
+        columns[rung].budget = BudgetView(budget.budget_usd, budget.spent_usd, budget.period_ends_at, ends_in)
     order = {c.id: index for index, c in enumerate(snapshot.connections)}
     for (_, rung), card in sorted(cards.items(), key=lambda item: (item[0][1], order[item[0][0]])):
         if rung == Rung.SUBSCRIPTION:
