@@ -4,6 +4,7 @@ through a service."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
@@ -44,6 +45,8 @@ LOGIN_URL = "ladder:login"
 CHANGE_CATALOG = "ladder.change_billingcatalogentry"
 ADD_CATALOG = "ladder.add_billingcatalogentry"
 REFRESH_CONNECTION = "ladder.change_connection"
+TEST_CHANNEL = "ladder.change_alertchannel"
+CHANGE_RULE = "ladder.change_alertrule"
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -69,6 +72,18 @@ def dashboard_login_required(view: Any) -> Any:
         return response
 
     return wrapper
+
+
+def dashboard_page(view: Any) -> Any:
+    """A page: a login, GET only, cached apart from the partial that htmx asks for."""
+    return dashboard_login_required(require_GET(vary_on_headers("HX-Request")(view)))
+
+
+def page_render(
+    request: HtmxHttpRequest, template: str, context: dict[str, Any], status: int = 200
+) -> HttpResponse:
+    """``template`` ("page.html#partial") whole, or its partial alone for htmx."""
+    return render(request, template if request.htmx else template.partition("#")[0], context, status=status)
 
 
 def staff_can(request: HttpRequest, *permissions: str) -> bool:
@@ -103,49 +118,40 @@ class DashboardLogoutView(LogoutView):
 # --- overview ---------------------------------------------------------------------------------
 
 
-@dashboard_login_required
-@require_GET
-@vary_on_headers("HX-Request")
+@dashboard_page
 def overview(request: HtmxHttpRequest) -> HttpResponse:
     context = {"overview": overview_build(now=timezone.now()), "poll_ms": poll_interval_ms()}
-    template = "ladder/overview.html#ladder" if request.htmx else "ladder/overview.html"
-    return render(request, template, context)
+    return page_render(request, "ladder/overview.html#ladder", context)
 
 
 # --- pool preview -----------------------------------------------------------------------------
 
 
-@dashboard_login_required
-@require_GET
-@vary_on_headers("HX-Request")
+@dashboard_page
 def pool_preview(request: HtmxHttpRequest) -> HttpResponse:
     auto_id = (request.GET.get("model") or PREVIEW_DEFAULT).strip()
     preview = preview_build(auto_id=auto_id, now=timezone.now())
-    template = "ladder/pool_preview.html#pool" if request.htmx else "ladder/pool_preview.html"
-    return render(request, template, {"preview": preview}, status=400 if preview.error else 200)
+    return page_render(
+        request, "ladder/pool_preview.html#pool", {"preview": preview}, 400 if preview.error else 200
+    )
 
 
 # --- escalation log ---------------------------------------------------------------------------
 
 
-@dashboard_login_required
-@require_GET
-@vary_on_headers("HX-Request")
+@dashboard_page
 def escalations(request: HtmxHttpRequest) -> HttpResponse:
     """The escalation log as a timeline, newest first (what GET /api/v1/escalations lists)."""
     auto_id = (request.GET.get("model") or "").strip()
     timeline = timeline_build(now=timezone.now(), auto_id=auto_id)
     context = {"timeline": timeline, "poll_ms": poll_interval_ms()}
-    template = "ladder/escalations.html#timeline" if request.htmx else "ladder/escalations.html"
-    return render(request, template, context, status=400 if timeline.error else 200)
+    return page_render(request, "ladder/escalations.html#timeline", context, 400 if timeline.error else 200)
 
 
 # --- connection page --------------------------------------------------------------------------
 
 
-@dashboard_login_required
-@require_GET
-@vary_on_headers("HX-Request")
+@dashboard_page
 def connection_detail(request: HtmxHttpRequest, connection_id: str) -> HttpResponse:
     """The connection page; ``?range=`` one of 1h, 6h, 24h, 7d picks the chart's span (a bad one is a
     400 naming the parameter, with the page on its automatic range)."""
@@ -169,23 +175,40 @@ def _connection_render(
         "poll_ms": poll_interval_ms(),
         "range_error": range_error,
     }
-    template = "ladder/connection.html#detail" if request.htmx else "ladder/connection.html"
-    return render(request, template, context, status=400 if range_error else 200)
+    return page_render(request, "ladder/connection.html#detail", context, 400 if range_error else 200)
 
 
-def _connection_editable(request: HtmxHttpRequest, connection_id: str, action: str) -> None:
-    """The connection page's writes: a staff login with the change permission, a known connection."""
-    staff_required(request, REFRESH_CONNECTION, action=action)
-    if not connection_exists(connection_id=connection_id):
-        raise Http404("No such connection.")
+ConnectionWrite = Callable[[HtmxHttpRequest, str], None]
 
 
-@dashboard_login_required
-@require_POST
-def connection_refresh_now(request: HtmxHttpRequest, connection_id: str) -> HttpResponseBase:
+def connection_write(action: str) -> Callable[[ConnectionWrite], Any]:
+    """A write of the connection page: a login, POST only, staff with the change permission and a
+    known connection. The write tells its outcome in messages; the answer is the page's detail for
+    htmx, else the page."""
+
+    def decorate(write: ConnectionWrite) -> Any:
+        @wraps(write)
+        def view(request: HtmxHttpRequest, connection_id: str) -> HttpResponseBase:
+            staff_required(request, REFRESH_CONNECTION, action=action)
+            if not connection_exists(connection_id=connection_id):
+                raise Http404("No such connection.")
+            try:
+                write(request, connection_id)
+            except ObjectDoesNotExist:
+                raise Http404("No such connection.") from None  # deleted meanwhile
+            if request.htmx:
+                return _connection_render(request, connection_id)
+            return redirect(reverse("ladder:connection_page", args=[connection_id]))
+
+        return dashboard_login_required(require_POST(view))
+
+    return decorate
+
+
+@connection_write("Refreshing a connection")
+def connection_refresh_now(request: HtmxHttpRequest, connection_id: str) -> None:
     """Queue a refresh for a worker and answer at once (polling upstream here held the request for up
     to 20 s); the page shows the refresh as pending until the worker has stored its outcome."""
-    _connection_editable(request, connection_id, "Refreshing a connection")
     floor = connection_poll_floor(connection_id=connection_id, now=timezone.now())
     if floor is not None:
         allowed_at, interval_s = floor
@@ -202,20 +225,15 @@ def connection_refresh_now(request: HtmxHttpRequest, connection_id: str) -> Http
         messages.warning(
             request, "The refresh could not be requested (Redis is unavailable); it is polled when due."
         )
-    return _detail_answer(request, connection_id)
 
 
-@dashboard_login_required
-@require_POST
-def connection_reserve(request: HtmxHttpRequest, connection_id: str) -> HttpResponseBase:
+@connection_write("Changing a connection's reserve")
+def connection_reserve(request: HtmxHttpRequest, connection_id: str) -> None:
     """Set or clear the quota this connection keeps for the operator's own use (DESIGN L6 Reserve)."""
-    _connection_editable(request, connection_id, "Changing a connection's reserve")
     text = request.POST.get("reserve_pct", "").strip().rstrip("%").strip()
     try:
         reserve = None if text == "" else float(text)
         connection_reserve_set(connection_id=connection_id, reserve_pct=reserve)
-    except ObjectDoesNotExist:
-        raise Http404("No such connection.") from None  # deleted meanwhile
     except ValueError:
         messages.error(request, f"{RESERVE_MESSAGE}; got {text[:40]!r}.")
     except ValidationError as exc:
@@ -225,40 +243,27 @@ def connection_reserve(request: HtmxHttpRequest, connection_id: str) -> HttpResp
             messages.success(request, "No reserve: the gateway may use this plan down to the exit cutoff.")
         else:
             messages.success(request, f"Reserve set: {reserve:g} % of every window is kept for your own use.")
-    return _detail_answer(request, connection_id)
 
 
-@dashboard_login_required
-@require_POST
-def connection_credential(request: HtmxHttpRequest, connection_id: str) -> HttpResponseBase:
+@connection_write("Setting a connection's credential")
+def connection_credential(request: HtmxHttpRequest, connection_id: str) -> None:
     """Store a pasted CLI credential file (its owner chosen on the form). A bad file is named by its
     field and nothing is saved; the secret is never echoed back."""
-    _connection_editable(request, connection_id, "Setting a connection's credential")
     text = request.POST.get("credential_file", "").strip()
     owner = request.POST.get("credential_owner", "").strip() or None
     if not text:
         messages.error(request, "Paste the credential file first.")
+        return
+    try:
+        connection = credential_import(connection_id=connection_id, text=text, owner=owner)
+    except ValidationError as exc:
+        for field_name, problems in _errors(exc).items():
+            for problem in problems:
+                messages.error(request, f"{field_name}: {problem}")
     else:
-        try:
-            connection = credential_import(connection_id=connection_id, text=text, owner=owner)
-        except ObjectDoesNotExist:
-            raise Http404("No such connection.") from None
-        except ValidationError as exc:
-            for field_name, problems in _errors(exc).items():
-                for problem in problems:
-                    messages.error(request, f"{field_name}: {problem}")
-        else:
-            messages.success(
-                request, f"Credential stored (owner {connection.credential_owner}); it is polled shortly."
-            )
-    return _detail_answer(request, connection_id)
-
-
-def _detail_answer(request: HtmxHttpRequest, connection_id: str) -> HttpResponseBase:
-    """After a write: the page's detail for htmx, else back to the page."""
-    if request.htmx:
-        return _connection_render(request, connection_id)
-    return redirect(reverse("ladder:connection_page", args=[connection_id]))
+        messages.success(
+            request, f"Credential stored (owner {connection.credential_owner}); it is polled shortly."
+        )
 
 
 # --- catalog curation -------------------------------------------------------------------------
@@ -269,12 +274,9 @@ def _form_values(request: HttpRequest) -> dict[str, str]:
 
 
 def _errors(exc: ValidationError) -> dict[str, list[str]]:
-    if not hasattr(exc, "error_dict"):
-        return {"form": list(exc.messages)}
-    return {
-        ("form" if name == NON_FIELD_ERRORS else name): [m for e in errors for m in e.messages]
-        for name, errors in exc.error_dict.items()
-    }
+    """Each field's messages; those of no field (or of a bare error) under "form"."""
+    errors = exc.message_dict if hasattr(exc, "error_dict") else {NON_FIELD_ERRORS: exc.messages}
+    return {("form" if name == NON_FIELD_ERRORS else name): problems for name, problems in errors.items()}
 
 
 def _catalog_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
@@ -313,32 +315,23 @@ def catalog_entry_edit(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
         )
     except ValidationError as exc:
         return _entry_response(request, entry, editing=True, values=values, errors=_errors(exc), status=422)
-    entry = catalog_row_of(updated)
-    if not request.htmx:
-        messages.success(request, f"{entry}: {len(changes)} field(s) changed.")
-        return redirect(f"{reverse('ladder:catalog')}#entry-{entry.id}")
-    return _entry_response(request, entry, editing=False, saved=len(changes))
+    return _entry_saved(request, catalog_row_of(updated), len(changes), f"{len(changes)} field(s) changed.")
+
+
+def _entry_saved(request: HtmxHttpRequest, entry: CatalogRow, changed: int, done: str) -> HttpResponse:
+    """After a catalog write: the row in place for htmx, else the catalog at the row, saying ``done``."""
+    if request.htmx:
+        return _entry_response(request, entry, editing=False, saved=changed)
+    messages.success(request, f"{entry}: {done}")
+    return redirect(f"{reverse('ladder:catalog')}#entry-{entry.id}")
 
 
 def _entry_response(
-    request: HtmxHttpRequest,
-    entry: CatalogRow,
-    *,
-    editing: bool,
-    values: dict[str, Any] | None = None,
-    errors: dict[str, list[str]] | None = None,
-    saved: int | None = None,
-    status: int = 200,
+    request: HtmxHttpRequest, entry: CatalogRow, status: int = 200, **shown: Any
 ) -> HttpResponse:
-    context = _catalog_context(
-        request,
-        entry=entry,
-        editing=editing,
-        values=values or {},
-        errors=errors or {},
-        saved=saved,
-        history_oob=saved is not None,
-    )
+    """One catalog row, shown or (``editing``) in its form with its ``values`` and ``errors``;
+    ``saved``: the number of fields just changed, and the history is sent along."""
+    context = _catalog_context(request, entry=entry, history_oob=shown.get("saved") is not None, **shown)
     template = "ladder/catalog.html#entry" if request.htmx else "ladder/catalog_edit.html"
     return render(request, template, context, status=status)
 
@@ -356,32 +349,19 @@ def catalog_entry_new(request: HtmxHttpRequest) -> HttpResponse:
         )
     except ValidationError as exc:
         kind = UncuratedKind(provider, auth_type)
-        context = _catalog_context(request, kind=kind, values=values, errors=_errors(exc))
+        context = _catalog_context(request, kind=kind, values=values, errors=_errors(exc), creating=True)
         template = "ladder/catalog.html#new" if request.htmx else "ladder/catalog_edit.html"
-        return render(request, template, {**context, "creating": True}, status=422)
-    entry = catalog_row_of(created)
-    if not request.htmx:
-        messages.success(request, f"{entry}: curated.")
-        return redirect(f"{reverse('ladder:catalog')}#entry-{entry.id}")
-    return _entry_response(request, entry, editing=False, saved=len(changes))
+        return render(request, template, context, status=422)
+    return _entry_saved(request, catalog_row_of(created), len(changes), "curated.")
 
 
 # --- alerts -----------------------------------------------------------------------------------
 
-TEST_CHANNEL = "ladder.change_alertchannel"
-CHANGE_RULE = "ladder.change_alertrule"
 
-
-def _alerts_render(
-    request: HtmxHttpRequest,
-    *,
-    error_rule_id: int | None = None,
-    rule_errors: dict[str, list[str]] | None = None,
-    rule_values: dict[str, Any] | None = None,
-    http_status: int = 200,
-) -> HttpResponse:
+def _alerts_render(request: HtmxHttpRequest, http_status: int = 200, **rule_form: Any) -> HttpResponse:
     """The alerts page; ``?page=`` and ``?status=`` pick the history's page and the deliveries shown
-    (a bad one is a 400 naming it)."""
+    (a bad one is a 400 naming it). ``rule_form``: the refused rule's error_rule_id, rule_errors and
+    rule_values."""
     query = request.GET
     alerts = alerts_page_build(
         now=timezone.now(), page=query.get("page", "1"), status=query.get("status", "")
@@ -390,18 +370,13 @@ def _alerts_render(
         "alerts": alerts,
         "can_test": staff_can(request, TEST_CHANNEL),
         "can_edit_rules": staff_can(request, CHANGE_RULE),
-        "error_rule_id": error_rule_id,
-        "rule_errors": rule_errors or {},
-        "rule_values": rule_values or {},
         "poll_ms": poll_interval_ms(),
+        **rule_form,
     }
-    template = "ladder/alerts.html#live" if request.htmx else "ladder/alerts.html"
-    return render(request, template, context, status=400 if alerts.error else http_status)
+    return page_render(request, "ladder/alerts.html#live", context, 400 if alerts.error else http_status)
 
 
-@dashboard_login_required
-@require_GET
-@vary_on_headers("HX-Request")
+@dashboard_page
 def alerts(request: HtmxHttpRequest) -> HttpResponse:
     """Open alert episodes, their history, the deliveries (failed ones shown with their error), the
     channels with a "send a test" button and the rules."""
@@ -439,7 +414,7 @@ def alert_rule_edit(request: HtmxHttpRequest, rule_id: int) -> HttpResponseBase:
         raise Http404("No such alert rule.") from None
     except ValidationError as exc:
         return _alerts_render(
-            request, error_rule_id=rule_id, rule_errors=_errors(exc), rule_values=values, http_status=422
+            request, 422, error_rule_id=rule_id, rule_errors=_errors(exc), rule_values=values
         )
     messages.success(request, f"Rule {rule.name} saved{'' if rule.enabled else ' (off)'}.")
     return redirect(f"{reverse('ladder:alerts')}#rule-{rule.pk}")
