@@ -79,9 +79,8 @@ def _chart_of(connection: Connection, config: LadderConfig, now: datetime, chart
         readings_oldest_at(connection_id=connection.id, since=now - CHART_AUTO_LOOKBACK, now=now), now
     )
     start = now - CHART_RANGES[range_key][0]
-    forecasts = {}
-    if connection.reading is not None:
-        forecasts = {w.name: w.exhausts_at for w in connection.reading.windows if w.exhausts_at is not None}
+    windows = connection.reading.windows if connection.reading is not None else ()
+    forecasts = {w.name: w.exhausts_at for w in windows if w.exhausts_at is not None}
     return chart_build(
         window_points(connection_id=connection.id, since=start, now=now),
         cooldowns_since(connection_id=connection.id, since=start, now=now),
@@ -109,10 +108,9 @@ def connection_page_build(
     card = connection_card(connection, verdict, config, now, quota=True)
     overview = overview_from_snapshot(snapshot, now=now, only=connection_id)
     for column in overview.rungs:
-        for other in column.cards:
-            if other.id == connection_id:
-                card.models.extend(f"{model} (rung {column.rung.label})" for model in other.models)
-                card.pools.extend(other.pools)
+        for other in column.cards:  # each of them this connection's
+            card.models.extend(f"{model} (rung {column.rung.label})" for model in other.models)
+            card.pools.extend(other.pools)
     usage_24h_usd, usage_24h_count = usage_totals(connection_id=connection_id, since=now - USAGE_SPAN)
     return ConnectionPage(
         card=card,

@@ -25,9 +25,8 @@ def preview_url(auto_id: str) -> str:
     return f"{reverse('ladder:pool_preview')}?{urlencode({'model': auto_id})}"
 
 
-def timeline_url(auto_id: str = "") -> str:
-    base = reverse("ladder:escalations_page")
-    return f"{base}?{urlencode({'model': auto_id})}" if auto_id else base
+def timeline_url(auto_id: str) -> str:
+    return f"{reverse('ladder:escalations_page')}?{urlencode({'model': auto_id})}"
 
 
 @dataclass(frozen=True)

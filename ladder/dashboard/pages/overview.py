@@ -229,12 +229,10 @@ def _pool_state(
     grouping: str, card: ConnectionCard, members: set[tuple[str, str]], reasons: dict[tuple[str, str], str]
 ) -> PoolState:
     inside = sum(1 for model in card.models if (card.id, model) in members)
-    seen: dict[str, None] = {}
-    for model in card.models:
-        code = reasons.get((card.id, model))
-        if code is not None:
-            seen[reason_words(code, reserve_pct=card.reserve_pct)] = None
-    return PoolState(grouping, inside, len(card.models), tuple(seen))
+    codes = [reasons[card.id, model] for model in card.models if (card.id, model) in reasons]
+    # Each reason's words once, in the order of the models.
+    words = dict.fromkeys(reason_words(code, reserve_pct=card.reserve_pct) for code in codes)
+    return PoolState(grouping, inside, len(card.models), tuple(words))
 
 
 def overview_build(*, now: datetime) -> Overview:
