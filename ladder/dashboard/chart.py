@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import groupby
+from typing import ClassVar
 
 from ladder.domain.types import Thresholds
 from ladder.selectors.history import WindowPoint
@@ -96,18 +97,17 @@ class ChartLevel:
     label: str
 
 
-@dataclass(frozen=True)
-class RangeLink:
-    key: str
-    label: str
-    query: str
-    chosen: bool
+def _y(pct: float) -> float:
+    return round((100.0 - max(0.0, min(100.0, pct))) / 100.0 * CHART_H, 1)
 
 
 @dataclass
 class Chart:
-    width: float
-    height: float
+    # The same for every chart: the plot's size in the viewBox, its percent levels, the ranges offered.
+    width: ClassVar[float] = CHART_W
+    height: ClassVar[float] = CHART_H
+    levels: ClassVar[tuple[ChartLevel, ...]] = tuple(ChartLevel(_y(pct), f"{pct}%") for pct in PCT_TICKS)
+    ranges: ClassVar[dict[str, str]] = CHART_RANGE_LABELS
     band_y: float
     band_h: float
     cutoff_y: float
@@ -119,8 +119,6 @@ class Chart:
     range_key: str = CHART_DEFAULT_RANGE
     range_chosen: bool = False  # False: picked automatically from the readings
     now_x: float = CHART_W
-    levels: list[ChartLevel] | None = None
-    ranges: list[RangeLink] | None = None
 
     @property
     def range_label(self) -> str:
@@ -134,10 +132,6 @@ class Chart:
     @property
     def forecasts(self) -> list[ChartLine]:
         return [line for line in self.lines if line.forecast is not None]
-
-
-def _y(pct: float) -> float:
-    return round((100.0 - max(0.0, min(100.0, pct))) / 100.0 * CHART_H, 1)
 
 
 def _thin(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -217,8 +211,6 @@ def chart_build(
         drawn.append(ChartSpan(x0, max(2.0, x1 - x0), f"cooldown until {until:%Y-%m-%d %H:%M:%S}Z"))
     floor_y = _y(limits.floor_pct)
     return Chart(
-        width=CHART_W,
-        height=CHART_H,
         band_y=floor_y,
         band_h=max(1.0, cutoff_y - floor_y),
         cutoff_y=cutoff_y,
@@ -230,8 +222,4 @@ def chart_build(
         range_key=range_key,
         range_chosen=range_chosen,
         now_x=x(now),
-        levels=[ChartLevel(_y(pct), f"{pct}%") for pct in PCT_TICKS],
-        ranges=[
-            RangeLink(key, CHART_RANGE_LABELS[key], f"?range={key}", key == range_key) for key in CHART_RANGES
-        ],
     )
