@@ -68,8 +68,7 @@ def dashboard_login_required(view: Any) -> Any:
         if request.htmx and not request.user.is_authenticated:
             current = request.htmx.current_url_abs_path or request.get_full_path()
             return HttpResponseClientRedirect(f"{reverse(LOGIN_URL)}?{urlencode({'next': current})}")
-        response: HttpResponseBase = guarded(request, *args, **kwargs)
-        return response
+        return guarded(request, *args, **kwargs)
 
     return wrapper
 
@@ -101,14 +100,12 @@ class DashboardLoginView(LoginView):
     template_name = "ladder/login.html"
     redirect_authenticated_user = True
     authentication_form = ThrottledAuthenticationForm
+    next_page = "ladder:overview"
 
     def form_invalid(self, form: Any) -> HttpResponse:
         response = super().form_invalid(form)
         throttled_answer(response, form)
         return response
-
-    def get_default_redirect_url(self) -> str:
-        return reverse("ladder:overview")
 
 
 class DashboardLogoutView(LogoutView):
