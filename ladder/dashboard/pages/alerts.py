@@ -28,21 +28,14 @@ class AlertsPage:
     open: list[tuple[AlertEpisodeRow, str]]  # each episode with how long it has lasted, in words
     history: list[tuple[AlertEpisodeRow, str]]
     page: int
-    has_older: bool
+    newer_page: int | None  # None on the first page
+    older_page: int | None  # None on the last
     deliveries: list[AlertDeliveryRow]
     delivery_counts: dict[str, int]  # every status, in order
     status: str  # "" = every status
     channels: list[AlertChannelRow]
     rules: list[AlertRuleRow]
     error: str = ""  # the bad ?page= or ?status=, named
-
-    @property
-    def older_page(self) -> int:
-        return self.page + 1
-
-    @property
-    def newer_page(self) -> int:
-        return self.page - 1
 
 
 def _lasted(episode: AlertEpisodeRow, now: datetime) -> tuple[AlertEpisodeRow, str]:
@@ -76,7 +69,8 @@ def alerts_page_build(*, now: datetime, page: str = "1", status: str = "") -> Al
         open=[_lasted(e, now) for e in alert_episodes_open()],
         history=[_lasted(e, now) for e in history[:ALERT_HISTORY_PAGE]],
         page=number,
-        has_older=len(history) > ALERT_HISTORY_PAGE,
+        newer_page=number - 1 if number > 1 else None,
+        older_page=number + 1 if len(history) > ALERT_HISTORY_PAGE else None,
         deliveries=alert_deliveries_recent(status=status or None, limit=ALERT_DELIVERIES_SHOWN),
         delivery_counts=counts,
         status=status,
