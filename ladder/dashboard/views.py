@@ -150,18 +150,16 @@ def escalations(request: HtmxHttpRequest) -> HttpResponse:
 
 @dashboard_page
 def connection_detail(request: HtmxHttpRequest, connection_id: str) -> HttpResponse:
-    """The connection page; ``?range=`` one of 1h, 6h, 24h, 7d picks the chart's span (a bad one is a
-    400 naming the parameter, with the page on its automatic range)."""
+    """The connection page: its card, chart, credential, recent failures and usage."""
+    return _connection_render(request, connection_id)
+
+
+def _connection_render(request: HtmxHttpRequest, connection_id: str) -> HttpResponse:
+    """The connection page, also after each of its writes; ``?range=`` one of 1h, 6h, 24h, 7d picks the
+    chart's span (a bad one is a 400 naming the parameter, with the page on its automatic range)."""
     chart_range = request.GET.get("range")
     range_error = chart_range_error(chart_range)
-    return _connection_render(
-        request, connection_id, chart_range=None if range_error else chart_range, range_error=range_error
-    )
-
-
-def _connection_render(
-    request: HtmxHttpRequest, connection_id: str, *, chart_range: str | None = None, range_error: str = ""
-) -> HttpResponse:
+    chart_range = None if range_error else chart_range
     page = connection_page_build(connection_id=connection_id, now=timezone.now(), chart_range=chart_range)
     if page is None:
         raise Http404("No such connection.")
