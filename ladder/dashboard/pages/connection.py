@@ -33,12 +33,10 @@ from ladder.selectors.snapshot import snapshot_load
 
 @dataclass(frozen=True)
 class CredentialView:
-    """What the page tells about the credential: never the secret."""
+    """What the page tells about the credential beside its stored owner and account (the page's
+    details): never the secret."""
 
-    stored: bool
-    owner: str
     expires: str  # "expires in 3 h", "expired 5 min ago", "expiry unknown"
-    account: str
     needs_reauth: bool
     file_kind: str | None  # the kind whose CLI file can be pasted here, None: a plain key
     owner_required: bool  # a rotating kind: the form asks who refreshes
@@ -47,10 +45,7 @@ class CredentialView:
 def credential_view(connection: Connection, details: ConnectionDetails, now: datetime) -> CredentialView:
     kind = connection_kind(connection)
     return CredentialView(
-        stored=details.credential_stored,
-        owner=details.credential_owner,
         expires=expires_in_text(details.credential_expires_at, now),
-        account=details.credential_account_id,
         needs_reauth=connection.disabled_reason == NEEDS_REAUTH,
         file_kind=kind if kind in REFRESHABLE_KINDS else None,
         owner_required=default_owner(kind) is None,
