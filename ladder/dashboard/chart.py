@@ -59,11 +59,8 @@ def chart_range_auto(oldest: datetime | None, now: datetime) -> str:
 
 
 @dataclass(frozen=True)
-class ChartForecast:
-    x1: float
-    y1: float
-    x2: float
-    y2: float
+class ChartMark:
+    x: float
     label: str
 
 
@@ -75,19 +72,13 @@ class ChartLine:
     last_pct: float
     last_x: float
     last_y: float
-    forecast: ChartForecast | None = None
+    forecast: ChartMark | None = None  # drawn from the latest reading down to the cutoff
 
 
 @dataclass(frozen=True)
 class ChartSpan:
     x: float
     width: float
-    label: str
-
-
-@dataclass(frozen=True)
-class ChartMark:
-    x: float
     label: str
 
 
@@ -196,9 +187,7 @@ def chart_build(
         forecast = None
         due = (exhausts_at or {}).get(name)
         if due is not None and now <= due <= end and last_pct > limits.cutoff_pct:
-            forecast = ChartForecast(
-                last_x, _y(last_pct), x(due), cutoff_y, f"{name} runs out at {due.astimezone(UTC):%H:%M} UTC"
-            )
+            forecast = ChartMark(x(due), f"{name} runs out at {due.astimezone(UTC):%H:%M} UTC")
         colour = CHART_COLOURS[i % len(CHART_COLOURS)]
         polyline = " ".join(f"{px:g},{_y(pct):g}" for px, pct in _thin(raw))
         lines.append(ChartLine(name, colour, polyline, last_pct, last_x, _y(last_pct), forecast))
