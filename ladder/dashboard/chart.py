@@ -50,10 +50,8 @@ def chart_range_error(text: str | None) -> str:
 
 def chart_range_auto(oldest: datetime | None, now: datetime) -> str:
     """The smallest automatic range that holds every reading since ``oldest`` (24 h without one)."""
-    if oldest is None:
-        return CHART_DEFAULT_RANGE
     for key in CHART_AUTO_RANGES:
-        if now - CHART_RANGES[key][0] <= oldest:
+        if oldest is not None and now - CHART_RANGES[key][0] <= oldest:
             return key
     return CHART_DEFAULT_RANGE
 

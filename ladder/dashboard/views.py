@@ -298,11 +298,9 @@ def catalog_entry_edit(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
     entry = catalog_row(entry_id=entry_id)
     if entry is None:
         raise Http404("No such catalog row.")
-    if request.method == "GET" and request.GET.get("cancel"):
-        return _entry_response(request, entry, editing=False)
-    if request.method == "GET":
+    if request.method == "GET":  # the row in its form, or shown again when the edit is cancelled
         values = {name: getattr(entry, name) or "" for name in EDITABLE_FIELDS}
-        return _entry_response(request, entry, editing=True, values=values)
+        return _entry_response(request, entry, editing=not request.GET.get("cancel"), values=values)
     values = _form_values(request)
     try:
         updated, changes = catalog_entry_update(
