@@ -106,17 +106,12 @@ class Chart:
     readings: int
     ticks: list[ChartMark]
     range_key: str = CHART_DEFAULT_RANGE
-    range_chosen: bool = False  # False: picked automatically from the readings
+    query: str = ""  # "?range=…" keeps a chosen range in the page's polls; "": picked automatically
     now_x: float = CHART_W
 
     @property
     def range_label(self) -> str:
         return CHART_RANGE_LABELS[self.range_key]
-
-    @property
-    def query(self) -> str:
-        """The query string that keeps this range (empty when it was picked automatically)."""
-        return f"?range={self.range_key}" if self.range_chosen else ""
 
     @property
     def forecasts(self) -> list[ChartLine]:
@@ -207,6 +202,6 @@ def chart_build(
         readings=len({point.reading_id for point in points}),
         ticks=_ticks(start, end, step, fmt, x),
         range_key=range_key,
-        range_chosen=range_chosen,
+        query=f"?range={range_key}" if range_chosen else "",
         now_x=x(now),
     )
