@@ -7,7 +7,7 @@ from datetime import datetime
 
 from ladder.dashboard.pages.links import AutoIdLink, auto_id_links
 from ladder.dashboard.wording import reason_words, until_words
-from ladder.domain import AutoIdError, Candidate, Connection, resolve
+from ladder.domain import AutoIdError, Candidate, resolve
 from ladder.selectors.snapshot import snapshot_load
 
 PREVIEW_DEFAULT = "auto/subscription"
@@ -53,10 +53,6 @@ class Preview:
         return not self.error and not self.pool
 
 
-def _reserve_of(connection: Connection | None) -> float | None:
-    return None if connection is None else connection.reserve_pct
-
-
 def preview_build(*, auto_id: str, now: datetime, candidates: list[Candidate] | None = None) -> Preview:
     snapshot = snapshot_load(now=now)
     preview = Preview(auto_id=auto_id, error="", now=now, auto_ids=auto_id_links(snapshot))
@@ -69,7 +65,7 @@ def preview_build(*, auto_id: str, now: datetime, candidates: list[Candidate] | 
         PreviewEntry(i, e.rung.label, int(e.rung), e.provider, e.model, e.allowed_connection_ids)
         for i, e in enumerate(resolution.pool, start=1)
     ]
-    by_id = snapshot.connections_by_id
+    reserves = {c.id: c.reserve_pct for c in snapshot.connections}  # an unknown connection has none
     preview.excluded = [
         PreviewExclusion(
             x.provider,
@@ -77,7 +73,7 @@ def preview_build(*, auto_id: str, now: datetime, candidates: list[Candidate] | 
             x.connection_id,
             x.rung.label if x.rung is not None else "—",
             x.reason,
-            reason_words(x.reason, reserve_pct=_reserve_of(by_id.get(x.connection_id))),
+            reason_words(x.reason, reserve_pct=reserves.get(x.connection_id)),
             x.detail,
         )
         for x in resolution.excluded
