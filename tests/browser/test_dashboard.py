@@ -5,7 +5,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import redis
 from django.utils import timezone
@@ -19,7 +18,6 @@ from ladder import models as m
 from ladder import tasks
 from ladder.services import enqueue
 from ladder.services.refresh.claim import claim_deadline, connections_claim
-from ladder.services.refresh.fanout import connection_refresh
 from tests.browser.conftest import wait
 from tests.dashboard.factories import (
     PASSWORD,
@@ -29,6 +27,7 @@ from tests.dashboard.factories import (
     model_row,
     reading_add,
 )
+from tests.services.refresh.rows import refresh
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -45,10 +44,7 @@ def poll_now(connection_id: str) -> str:
     """One real poll of the connection's quota endpoint (the fake upstream), stored like beat does."""
     now = timezone.now()
     assert connections_claim(connection_ids=[connection_id], now=now, lease_s=30) == [connection_id]
-    with httpx.Client(timeout=10) as client:
-        return connection_refresh(
-            connection_id=connection_id, claim_until=claim_deadline(now, 30), client=client
-        )
+    return refresh(connection_id, claim_deadline(now, 30))
 
 
 def zai_plan(upstream: FakeUpstream, connection_id: str = "b-zai") -> None:

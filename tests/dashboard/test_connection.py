@@ -6,7 +6,6 @@ from datetime import UTC, timedelta
 from decimal import Decimal
 from typing import Any
 
-import httpx
 import pytest
 import redis
 from django.test import Client
@@ -19,7 +18,7 @@ from ladder import tasks
 from ladder.selectors.snapshot import readings_latest, state_version_get
 from ladder.services import enqueue, hotstate
 from ladder.services.refresh.claim import claim_deadline, connections_claim
-from ladder.services.refresh.fanout import connection_refresh
+from ladder.services.refresh.fanout import connections_refresh_many
 from ladder.services.refresh.on_demand import refresh_is_pending
 from tests.dashboard.factories import editor_create, plan_setup, reading_add, user_create
 
@@ -422,9 +421,7 @@ def test_it_never_shows_a_key_that_the_upstream_quoted_back(
     second.save()
     now = timezone.now()
     assert connections_claim(connection_ids=["c1", "c2"], now=now, lease_s=60) == ["c1", "c2"]
-    with httpx.Client() as http:
-        for cid in ("c1", "c2"):
-            connection_refresh(connection_id=cid, claim_until=claim_deadline(now, 60), client=http)
+    connections_refresh_many(["c1", "c2"], claim_until=claim_deadline(now, 60))
 
     for cid in ("c1", "c2"):
         html = viewer.get(url(cid)).content.decode()

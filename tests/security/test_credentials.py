@@ -9,7 +9,6 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from cryptography.fernet import Fernet
 from django.contrib.admin.models import LogEntry
@@ -26,9 +25,9 @@ from ladder.gateway.snapshot_cache import snapshot_cache
 from ladder.security.crypto import CredentialDecryptionError
 from ladder.security.logredact import SecretRedactingFilter
 from ladder.services.refresh.claim import claim_deadline, connections_claim
-from ladder.services.refresh.fanout import connection_refresh
 from tests.security.pages import admin_pages, dashboard_pages
 from tests.security.rows import CREDENTIAL, CREDENTIAL_TAIL, Rows, rows_create
+from tests.services.refresh.rows import refresh
 
 pytestmark = pytest.mark.django_db
 
@@ -166,10 +165,7 @@ def test_a_real_poll_logs_no_credential_at_debug(upstream: FakeUpstream, debug_l
     rows = rows_create(base_url=upstream.url_for("claude-oauth", "sec-poll"))
     now = timezone.now()
     assert connections_claim(connection_ids=[rows.connection.pk], now=now, lease_s=30) == [rows.connection.pk]
-    with httpx.Client(timeout=10) as http_client:
-        outcome = connection_refresh(
-            connection_id=rows.connection.pk, claim_until=claim_deadline(now, 30), client=http_client
-        )
+    outcome = refresh(rows.connection.pk, claim_deadline(now, 30))
     assert outcome == "ok", outcome
     written = debug_log.getvalue()
     assert "httpcore.http11 send_request_headers" in written  # DEBUG lines were written
@@ -249,13 +245,7 @@ def test_a_structured_credential_reaches_no_export_metric_or_debug_log(
         time.sleep(1.2)
         now = timezone.now()
         connections_claim(connection_ids=["sec-oauth"], now=now, lease_s=60)
-        with httpx.Client() as client:
-            assert (
-                connection_refresh(
-                    connection_id="sec-oauth", claim_until=claim_deadline(now, 60), client=client
-                )
-                == "ok"
-            )
+        assert refresh("sec-oauth", claim_deadline(now, 60)) == "ok"
         assert control.token_record()["summary"]["ok"] == 1
     row = m.Connection.objects.get(pk="sec-oauth")
     secrets = [minted["access_token"], minted["refresh_token"], row.get_credential()]

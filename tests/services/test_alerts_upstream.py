@@ -16,8 +16,10 @@ from devtools.fakeupstream import FakeUpstream
 from ladder import models as m
 from ladder.services import alerts
 from ladder.services.alerts import alerts_evaluate
+from ladder.services.readings import configuration_load
 from ladder.services.refresh.claim import claim_deadline, connections_claim
-from ladder.services.refresh.fanout import connection_refresh
+from ladder.services.refresh.poll import job_fetch, jobs_load
+from ladder.services.refresh.store import outcomes_write
 
 pytestmark = pytest.mark.django_db
 
@@ -61,10 +63,11 @@ def test_it_alerts_once_per_episode_from_a_plan_drained_by_the_fake_upstream(
                     control.set_remaining("claude-oauth", 100.0, connection="max", reset_at=now + 5 * STEP)
                 real_now = timezone.now()
                 assert connections_claim(connection_ids=["max"], now=real_now, lease_s=30) == ["max"]
-                outcome = connection_refresh(
-                    connection_id="max", claim_until=claim_deadline(real_now, 30), client=client, now=now
-                )
-                assert outcome == "ok"
+                # The fan-out's steps, with the poll dated at the simulated time.
+                until = claim_deadline(real_now, 30)
+                (job,) = jobs_load(["max"], claim_until=until)
+                outcome = job_fetch(job, client, now=now)
+                assert outcomes_write([outcome], claim_until=until, config=configuration_load()) == ["ok"]
                 alerts_evaluate(now=now)
     finally:
         control.close()

@@ -38,7 +38,7 @@ from ladder.services.credential_refresh import (
 from ladder.services.credentials import credential_import
 from ladder.services.failures import failure_record
 from ladder.services.refresh.claim import claim_deadline, connections_claim, connections_claim_due
-from ladder.services.refresh.fanout import connection_refresh
+from tests.services.refresh.rows import refresh
 
 pytestmark = pytest.mark.django_db
 
@@ -107,7 +107,7 @@ def test_it_keeps_each_kind_alive_across_expiry(
     # The new token polls.
     now = timezone.now()
     assert connections_claim(connection_ids=["c1"], now=now, lease_s=60) == ["c1"]
-    assert connection_refresh(connection_id="c1", claim_until=claim_deadline(now, 60), client=client) == "ok"
+    assert refresh("c1", claim_deadline(now, 60)) == "ok"
     # A second sweep finds nothing due: nothing redeemed again.
     assert credential_refresh(connection_id="c1", client=client).outcome == FRESH
     assert ok_redemptions(control) == 1
@@ -154,7 +154,7 @@ def test_a_401_on_a_poll_refreshes_once_then_verifies(
 
     now = timezone.now()
     assert connections_claim(connection_ids=["c1"], now=now, lease_s=60) == ["c1"]
-    result = connection_refresh(connection_id="c1", claim_until=claim_deadline(now, 60), client=client)
+    result = refresh("c1", claim_deadline(now, 60))
 
     assert result == "ok"
     row = Connection.objects.get(pk="c1")
@@ -175,7 +175,7 @@ def test_a_401_with_a_refused_refresh_token_is_needs_reauth(
 
     now = timezone.now()
     assert connections_claim(connection_ids=["c1"], now=now, lease_s=60) == ["c1"]
-    result = connection_refresh(connection_id="c1", claim_until=claim_deadline(now, 60), client=client)
+    result = refresh("c1", claim_deadline(now, 60))
 
     assert result == "auth_failed"
     row = Connection.objects.get(pk="c1")
@@ -191,7 +191,7 @@ def test_a_401_with_nothing_to_refresh_with_disables_at_once(
 
     now = timezone.now()
     assert connections_claim(connection_ids=["c1"], now=now, lease_s=60) == ["c1"]
-    result = connection_refresh(connection_id="c1", claim_until=claim_deadline(now, 60), client=client)
+    result = refresh("c1", claim_deadline(now, 60))
 
     # Not a transient failure retried forever with a dead token: the 401 stands (DESIGN L7).
     assert result == "auth_failed"
@@ -212,7 +212,7 @@ def test_the_ladder_never_refreshes_a_gateway_owned_credential(
     now = timezone.now()
     assert connections_claim(connection_ids=["c1"], now=now, lease_s=60) == ["c1"]
     assert (
-        connection_refresh(connection_id="c1", claim_until=claim_deadline(now, 60), client=client)
+        refresh("c1", claim_deadline(now, 60))
         == "auth_failed"
     )
 
@@ -322,7 +322,7 @@ def test_no_secret_reaches_the_log(
     control.advance(601)  # the fake's access token expires
     now = timezone.now()
     connections_claim(connection_ids=["c1"], now=now, lease_s=60)
-    connection_refresh(connection_id="c1", claim_until=claim_deadline(now, 60), client=client)
+    refresh("c1", claim_deadline(now, 60))
     client.post(
         upstream.url_for("claude-oauth") + "/v1/oauth/token", json={"refresh_token": minted["refresh_token"]}
     )
@@ -380,7 +380,7 @@ def test_a_reported_401_on_a_ladder_owned_credential_refreshes_before_disabling(
     assert credentials_due(now=now) == ["c1"]
     assert credentials_refresh_due_run(client=client) == Counter({REFRESHED: 1})
     assert connections_claim_due(now=now, limit=10, lease_s=60) == ["c1"]
-    assert connection_refresh(connection_id="c1", claim_until=claim_deadline(now, 60), client=client) == "ok"
+    assert refresh("c1", claim_deadline(now, 60)) == "ok"
     assert ok_redemptions(control) == 1
     row = Connection.objects.get(pk="c1")
     assert (row.enabled, row.disabled_reason) == (True, None)

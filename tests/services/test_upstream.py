@@ -8,9 +8,8 @@ import pytest
 
 from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder.selectors.snapshot import readings_latest
-from ladder.services.refresh.fanout import connection_refresh
-from ladder.services.upstream import upstream_client, upstream_override
-from tests.services.refresh.rows import claim, make_connection
+from ladder.services.upstream import upstream_override
+from tests.services.refresh.rows import claim, make_connection, refresh
 
 pytestmark = pytest.mark.django_db
 
@@ -22,8 +21,7 @@ def test_it_points_adapters_at_the_upstream_override_per_kind(
     make_connection(None, "z1", "zai-glm")
 
     assert upstream_override("zai-glm") == f"{upstream.url}/zai-glm"
-    with upstream_client() as client:
-        assert connection_refresh(connection_id="z1", claim_until=claim("z1"), client=client) == "ok"
+    assert refresh("z1", claim("z1")) == "ok"
     assert control.count("zai-glm", connection=None) == 1
     assert [w.name for w in readings_latest()["z1"].windows] == ["5h", "7d"]
 

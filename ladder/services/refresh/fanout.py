@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import httpx
 from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
@@ -29,7 +28,7 @@ from ladder.services.refresh.claim import (
 )
 from ladder.services.refresh.on_demand import refresh_pending_clear
 from ladder.services.refresh.poll import Outcome, RefreshJob, job_fetch, jobs_load, outcomes_reauth
-from ladder.services.refresh.store import CLAIM_LOST, OK, UNVERIFIABLE, outcomes_write
+from ladder.services.refresh.store import OK, UNVERIFIABLE, outcomes_write
 from ladder.services.upstream import upstream_client
 
 logger = logging.getLogger(__name__)
@@ -37,20 +36,6 @@ logger = logging.getLogger(__name__)
 WRITE_BATCH = 50
 WRITE_EVERY_S = 0.25
 RELEASED = "released"  # claimed, but the run's deadline came first: handed back unpolled
-
-
-def connection_refresh(
-    *, connection_id: str, claim_until: datetime, client: httpx.Client, now: datetime | None = None
-) -> str:
-    """Poll one claimed connection and store the outcome; returns its classification (``ok``,
-    ``unverifiable``, ``rate_limited``, ``auth_failed``, ``transient``, ``failed``, ``skipped``,
-    ``claim_lost``). Never raises for an upstream fault."""
-    jobs = jobs_load([connection_id], claim_until=claim_until)
-    if not jobs:
-        return CLAIM_LOST
-    outcome = job_fetch(jobs[0], client, now=now)
-    outcomes = outcomes_reauth([outcome], claim_until=claim_until, client=client)
-    return outcomes_write(outcomes, claim_until=claim_until, config=configuration_load())[0]
 
 
 @dataclass

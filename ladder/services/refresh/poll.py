@@ -3,7 +3,6 @@ touching the database, and DESIGN L7 as amended for a 401 on a credential that t
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import time
@@ -151,17 +150,15 @@ def _stripped_error(error: FetchError, secrets: Sequence[str]) -> FetchError:
     return FetchError(failure, status=error.status, transient=error.transient)
 
 
-def outcomes_reauth(
-    outcomes: Sequence[Outcome], *, claim_until: datetime, client: httpx.Client | None = None
-) -> list[Outcome]:
+def outcomes_reauth(outcomes: Sequence[Outcome], *, claim_until: datetime) -> list[Outcome]:
     """DESIGN L7 as amended: a 401 on a credential that the ladder owns gets one refresh and a
     verifying poll before anything is disabled. The verifying poll's outcome replaces the 401's; a
     refused refresh token makes it ``needs_reauth``; a refresh that failed transiently is a
-    transient poll failure (retried soon), not a disabled connection. Without ``client``, one is
-    opened only when an outcome needs it."""
+    transient poll failure (retried soon), not a disabled connection. A client is opened only when
+    an outcome needs it."""
     if not any(_wants_reauth(outcome) for outcome in outcomes):
         return list(outcomes)
-    with contextlib.nullcontext(client) if client is not None else upstream_client() as http:
+    with upstream_client() as http:
         return [
             _reauth(outcome, claim_until=claim_until, client=http) if _wants_reauth(outcome) else outcome
             for outcome in outcomes

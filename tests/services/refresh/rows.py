@@ -11,6 +11,7 @@ from devtools.fakeupstream import FakeUpstream
 from ladder.models import Connection
 from ladder.providers import ADAPTERS
 from ladder.services.refresh.claim import claim_deadline, connections_claim
+from ladder.services.refresh.fanout import connections_refresh_many
 
 LEASE_S = 60.0
 # Every kind whose adapter polls a quota endpoint that the fake upstream serves.
@@ -52,3 +53,9 @@ def claim(cid: str) -> datetime:
     now = timezone.now()
     assert connections_claim(connection_ids=[cid], now=now, lease_s=LEASE_S) == [cid]
     return claim_deadline(now, LEASE_S)
+
+
+def refresh(cid: str, claim_until: datetime) -> str:
+    """Poll one claimed connection as the fan-out does: its outcome (``claim_lost``: not ours)."""
+    outcomes = connections_refresh_many([cid], claim_until=claim_until).outcomes
+    return next(iter(outcomes), "claim_lost")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import httpx
 import pytest
@@ -13,22 +14,23 @@ from devtools.fakeupstream.scenarios import FaultMode
 from ladder.models import Connection, FailureEvent, QuotaReading
 from ladder.providers import ADAPTERS
 from ladder.selectors.snapshot import readings_latest, state_version_get, state_versions_get
+from ladder.services.refresh import fanout
 from ladder.services.refresh.claim import connections_claim_due
-from ladder.services.refresh.fanout import connection_refresh
-from tests.services.refresh.rows import KINDS, LEASE_S, claim, make_connection
+from ladder.services.refresh.poll import Outcome
+from tests.services.refresh.rows import KINDS, LEASE_S, claim, make_connection, refresh
 
 pytestmark = pytest.mark.django_db
 
 
 def test_it_stores_a_polled_reading_and_releases_the_claim(
-    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
+    upstream: FakeUpstream, control: FakeUpstreamControl
 ) -> None:
     make_connection(upstream, "c1", provider_params={"note": "kept"})
     Connection.objects.filter(pk="c1").update(poll_backoff_level=3, last_poll_error="earlier")
     until = claim("c1")
     version, live = state_versions_get()
 
-    assert connection_refresh(connection_id="c1", claim_until=until, client=client) == "ok"
+    assert refresh("c1", until) == "ok"
 
     reading = readings_latest()["c1"]
     assert [(w.name, w.remaining_pct) for w in reading.windows] == [("5h", 63), ("7d", 78), ("7d-sonnet", 96)]
@@ -48,40 +50,42 @@ def test_it_stores_a_polled_reading_and_releases_the_claim(
 
 
 def test_it_drops_the_outcome_when_the_claim_was_taken_over(
-    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
+    upstream: FakeUpstream, control: FakeUpstreamControl, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_connection(upstream, "c1")
     until = claim("c1")
     other = until + timedelta(seconds=5)
 
-    def take_over(request: httpx.Request) -> None:  # the lease lapsed and another worker claimed it
+    def take_over(outcomes: list[Outcome], **kwargs: Any) -> list[Outcome]:
+        # The lease lapsed during the poll and another worker claimed the connection.
         Connection.objects.filter(pk="c1").update(claimed_until=other)
+        return outcomes
 
-    client.event_hooks["request"] = [take_over]
+    monkeypatch.setattr(fanout, "outcomes_reauth", take_over)
 
-    assert connection_refresh(connection_id="c1", claim_until=until, client=client) == "claim_lost"
+    assert refresh("c1", until) == "claim_lost"
     assert not QuotaReading.objects.exists()
     assert Connection.objects.get(pk="c1").claimed_until == other
 
 
 def test_it_does_nothing_without_the_claim(
-    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
+    upstream: FakeUpstream, control: FakeUpstreamControl
 ) -> None:
     make_connection(upstream, "c1")
 
-    assert connection_refresh(connection_id="c1", claim_until=timezone.now(), client=client) == "claim_lost"
+    assert refresh("c1", timezone.now()) == "claim_lost"
     assert control.count("claude-oauth") == 0
 
 
 def test_it_backs_the_poll_off_when_the_usage_endpoint_answers_429(
-    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
+    upstream: FakeUpstream, control: FakeUpstreamControl
 ) -> None:
     make_connection(upstream, "c1")
     control.error("claude-oauth", "usage_endpoint_throttled", connection="c1")
     until = claim("c1")
     started = timezone.now()
 
-    assert connection_refresh(connection_id="c1", claim_until=until, client=client) == "rate_limited"
+    assert refresh("c1", until) == "rate_limited"
 
     row = Connection.objects.get(pk="c1")
     assert row.poll_backoff_level == 1
@@ -101,14 +105,14 @@ def test_it_backs_the_poll_off_when_the_usage_endpoint_answers_429(
 
 
 def test_it_doubles_the_poll_backoff_without_retry_after(
-    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
+    upstream: FakeUpstream, control: FakeUpstreamControl
 ) -> None:
     make_connection(upstream, "c1")
     Connection.objects.filter(pk="c1").update(poll_backoff_level=2)
     control.error("claude-oauth", "http_429", connection="c1")
     started = timezone.now()
 
-    assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "rate_limited"
+    assert refresh("c1", claim("c1")) == "rate_limited"
 
     row = Connection.objects.get(pk="c1")
     assert row.poll_backoff_level == 3
@@ -117,14 +121,14 @@ def test_it_doubles_the_poll_backoff_without_retry_after(
 
 
 def test_it_backs_a_failed_poll_off_no_sooner_than_the_operators_minimum_interval(
-    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
+    upstream: FakeUpstream, control: FakeUpstreamControl
 ) -> None:
     make_connection(upstream, "c1")
     Connection.objects.filter(pk="c1").update(min_poll_interval_s=3600)
     control.error("claude-oauth", "http_429", connection="c1")
     started = timezone.now()
 
-    assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "rate_limited"
+    assert refresh("c1", claim("c1")) == "rate_limited"
 
     row = Connection.objects.get(pk="c1")
     wait_s = (row.next_refresh_at - started).total_seconds() if row.next_refresh_at else 0
@@ -132,13 +136,13 @@ def test_it_backs_a_failed_poll_off_no_sooner_than_the_operators_minimum_interva
 
 
 def test_it_disables_the_connection_when_the_credential_is_refused(
-    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
+    upstream: FakeUpstream, control: FakeUpstreamControl
 ) -> None:
     make_connection(upstream, "c1")
     control.error("claude-oauth", "token_expired", connection="c1")
     before = state_version_get()
 
-    assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "auth_failed"
+    assert refresh("c1", claim("c1")) == "auth_failed"
 
     row = Connection.objects.get(pk="c1")
     assert (row.enabled, row.disabled_reason, row.claimed_until, row.next_refresh_at) == (
@@ -156,13 +160,13 @@ def test_it_disables_the_connection_when_the_credential_is_refused(
 
 @pytest.mark.parametrize("case", ["http_500", "http_503"])
 def test_it_retries_a_5xx_soon_with_jitter(
-    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client, case: str
+    upstream: FakeUpstream, control: FakeUpstreamControl, case: str
 ) -> None:
     make_connection(upstream, "c1")
     control.error("claude-oauth", case, connection="c1")
     started = timezone.now()
 
-    assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "transient"
+    assert refresh("c1", claim("c1")) == "transient"
 
     row = Connection.objects.get(pk="c1")
     wait_s = (row.next_refresh_at - started).total_seconds() if row.next_refresh_at else 0
@@ -175,14 +179,13 @@ def test_it_retries_a_5xx_soon_with_jitter(
 def test_it_classifies_a_timeout_as_transient(
     upstream: FakeUpstream,
     control: FakeUpstreamControl,
-    client: httpx.Client,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     make_connection(upstream, "c1")
     monkeypatch.setattr(ADAPTERS["claude-oauth"], "timeout", httpx.Timeout(0.3))
     control.slow(2000, kind="claude-oauth", connection="c1")
 
-    assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "transient"
+    assert refresh("c1", claim("c1")) == "transient"
 
     row = Connection.objects.get(pk="c1")
     assert "timeout" in row.last_poll_error
@@ -192,12 +195,12 @@ def test_it_classifies_a_timeout_as_transient(
 
 
 def test_it_classifies_a_dropped_connection_as_transient(
-    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
+    upstream: FakeUpstream, control: FakeUpstreamControl
 ) -> None:
     make_connection(upstream, "c1")
     control.fault("claude-oauth", "reset_connection", connection="c1")
 
-    assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "transient"
+    assert refresh("c1", claim("c1")) == "transient"
     assert "transport error" in Connection.objects.get(pk="c1").last_poll_error
 
 
@@ -205,13 +208,13 @@ def test_it_classifies_a_dropped_connection_as_transient(
     ("fault", "note"), [("malformed", "malformed JSON"), ("oversized", "exceeds 1048576 bytes")]
 )
 def test_it_stores_an_unreadable_answer_as_unverifiable_never_as_a_guess(
-    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client, fault: FaultMode, note: str
+    upstream: FakeUpstream, control: FakeUpstreamControl, fault: FaultMode, note: str
 ) -> None:
     make_connection(upstream, "c1")
-    assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "ok"
+    assert refresh("c1", claim("c1")) == "ok"
     control.fault("claude-oauth", fault, connection="c1")
 
-    assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "unverifiable"
+    assert refresh("c1", claim("c1")) == "unverifiable"
 
     latest = readings_latest()["c1"]
     assert not latest.verifiable
@@ -222,11 +225,11 @@ def test_it_stores_an_unreadable_answer_as_unverifiable_never_as_a_guess(
     assert row.claimed_until is None
 
 
-def test_it_skips_a_kind_without_a_quota_endpoint(upstream: FakeUpstream, client: httpx.Client) -> None:
+def test_it_skips_a_kind_without_a_quota_endpoint(upstream: FakeUpstream) -> None:
     make_connection(None, "g1", provider="groq", auth_type="apikey")
     started = timezone.now()
 
-    assert connection_refresh(connection_id="g1", claim_until=claim("g1"), client=client) == "skipped"
+    assert refresh("g1", claim("g1")) == "skipped"
 
     row = Connection.objects.get(pk="g1")
     assert "no quota endpoint" in row.last_poll_error
@@ -236,17 +239,17 @@ def test_it_skips_a_kind_without_a_quota_endpoint(upstream: FakeUpstream, client
     assert not FailureEvent.objects.exists()
 
 
-def test_it_skips_a_connection_without_a_credential(upstream: FakeUpstream, client: httpx.Client) -> None:
+def test_it_skips_a_connection_without_a_credential(upstream: FakeUpstream) -> None:
     Connection.objects.create(
         id="c1", provider="claude", auth_type="oauth", base_url=upstream.url_for("claude-oauth")
     )
 
-    assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "skipped"
+    assert refresh("c1", claim("c1")) == "skipped"
     assert "no credential" in Connection.objects.get(pk="c1").last_poll_error
 
 
 def test_it_never_stores_or_logs_a_credential_quoted_by_a_transport_error(
-    upstream: FakeUpstream, client: httpx.Client, caplog: pytest.LogCaptureFixture
+    upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
 ) -> None:
     secret = "sk-ant-oat01-SECRETSECRET"
     connection = make_connection(upstream, "c1")
@@ -254,7 +257,7 @@ def test_it_never_stores_or_logs_a_credential_quoted_by_a_transport_error(
     connection.save()
 
     with caplog.at_level("DEBUG"):
-        outcome = connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client)
+        outcome = refresh("c1", claim("c1"))
 
     assert outcome == "transient"
     row = Connection.objects.get(pk="c1")
@@ -276,7 +279,6 @@ QUOTING_KINDS = tuple(kind for kind in KINDS if kind not in ("copilot", "cursor"
 def test_it_strips_a_key_that_the_upstream_quotes_back_before_storing_or_logging_it(
     upstream: FakeUpstream,
     control: FakeUpstreamControl,
-    client: httpx.Client,
     caplog: pytest.LogCaptureFixture,
     kind: str,
     case: str,
@@ -287,7 +289,7 @@ def test_it_strips_a_key_that_the_upstream_quotes_back_before_storing_or_logging
     control.error(kind, case, connection="c1")
 
     with caplog.at_level("DEBUG"):
-        connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client)
+        refresh("c1", claim("c1"))
 
     detail = FailureEvent.objects.get().detail
     assert "Incorrect API key provided: " in detail

@@ -9,7 +9,6 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-import httpx
 import pytest
 from django.utils import timezone
 
@@ -22,13 +21,9 @@ from ladder.providers import ADAPTERS
 from ladder.selectors.snapshot import readings_latest, snapshot_load
 from ladder.services.readings import reading_record
 from ladder.services.refresh.claim import claim_deadline, connections_claim, connections_claim_due
-from ladder.services.refresh.fanout import (
-    connection_refresh,
-    connections_refresh_many,
-    refresh_connections_run,
-)
+from ladder.services.refresh.fanout import connections_refresh_many, refresh_connections_run
 from ladder.services.state import configuration_update
-from tests.services.refresh.rows import LEASE_S, claim, make_connection
+from tests.services.refresh.rows import LEASE_S, claim, make_connection, refresh
 
 pytestmark = pytest.mark.django_db
 
@@ -76,10 +71,10 @@ def test_it_schedules_the_next_poll_no_sooner_than_the_floor(settings: Any) -> N
 
 
 def test_it_makes_a_requested_refresh_wait_for_the_floor(
-    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client, floor: float
+    upstream: FakeUpstream, control: FakeUpstreamControl, floor: float
 ) -> None:
     make_connection(upstream, "c1")
-    assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "ok"
+    assert refresh("c1", claim("c1")) == "ok"
 
     assert connections_claim(connection_ids=["c1"], now=timezone.now(), lease_s=LEASE_S) == []
     later = timezone.now() + timedelta(seconds=floor + 0.1)
@@ -87,14 +82,14 @@ def test_it_makes_a_requested_refresh_wait_for_the_floor(
 
 
 def test_it_backs_off_a_429_of_the_usage_endpoint_without_taking_it_for_exhaustion(
-    upstream: FakeUpstream, control: FakeUpstreamControl, client: httpx.Client
+    upstream: FakeUpstream, control: FakeUpstreamControl
 ) -> None:
     make_connection(upstream, "c1")
     # A 429 that would read as a spent 5h window (Retry-After 2 h) if the gateway had met it.
     control.error("claude-oauth", "plan_window_exhausted_no_overage", connection="c1")
     started = timezone.now()
 
-    assert connection_refresh(connection_id="c1", claim_until=claim("c1"), client=client) == "rate_limited"
+    assert refresh("c1", claim("c1")) == "rate_limited"
 
     row = Connection.objects.get(pk="c1")
     assert row.next_refresh_at is not None
