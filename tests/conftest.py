@@ -79,19 +79,19 @@ TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
 @pytest.fixture
 def hot(settings: Any) -> Iterator[redis.Redis]:
     """The hot state in Redis DB 15 under a prefix of this test's own; its keys are removed after."""
-    from ladder.services import hotstate
+    from ladder.security.redis_breaker import redis_forget_outages
 
     prefix = f"test-hot:{uuid.uuid4().hex}"
     settings.LADDER_HOTSTATE_REDIS_URL = TEST_REDIS_URL
     settings.LADDER_HOTSTATE_PREFIX = prefix
-    hotstate.mark_up()
+    redis_forget_outages()
     client = redis.Redis.from_url(TEST_REDIS_URL)
     yield client
     keys = list(client.scan_iter(f"{prefix}:*"))
     if keys:
         client.delete(*keys)
     client.close()
-    hotstate.mark_up()
+    redis_forget_outages()
 
 
 @pytest.fixture(scope="module")

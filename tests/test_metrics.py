@@ -19,7 +19,7 @@ from ladder import models as m
 from ladder.domain.alerts import ALERT_CHANNEL_KINDS, ALERT_DELIVERY_STATUSES, RULE_KINDS
 from ladder.domain.types import Reading, Window
 from ladder.providers import ADAPTERS
-from ladder.services import hotstate
+from ladder.security.redis_breaker import redis_forget_outages
 from ladder.services.readings import reading_record
 from ladder.services.refresh.fanout import refresh_connections_run
 from ladder.services.state import configuration_update
@@ -311,7 +311,7 @@ def test_it_still_reports_the_database_figures_when_redis_is_down(
 ) -> None:
     plan("c1", (Window("5h", 42.0, None),))
     settings.LADDER_HOTSTATE_REDIS_URL = f"redis://127.0.0.1:{closed_port()}/0"
-    hotstate.mark_up()
+    redis_forget_outages()
 
     samples = scrape(client)
 
@@ -470,4 +470,4 @@ def test_it_reads_the_networks_setting_strictly(monkeypatch: pytest.MonkeyPatch)
 @pytest.fixture(autouse=True)
 def _no_stray_redis_outage() -> Iterator[None]:
     yield
-    hotstate.mark_up()
+    redis_forget_outages()

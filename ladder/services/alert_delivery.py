@@ -38,8 +38,10 @@ from django.db.models import F
 from ladder import models as m
 from ladder.contract.alerts import AlertNotification, AlertRuleRef
 from ladder.domain.timefmt import format_utc, format_utc_or_none
-from ladder.services import enqueue, hotstate
+from ladder.selectors.hotstate import redis_client, redis_key_prefix
+from ladder.services import enqueue
 from ladder.services.alert_senders import DeliveryError, Target, scrub, send
+from ladder.services.hotstate import tolerated
 
 logger = logging.getLogger(__name__)
 
@@ -175,7 +177,7 @@ def dashboard_link() -> str | None:
 
 
 def owner_key(delivery_pk: int) -> str:
-    return f"{hotstate.key_prefix()}:alert_delivery:{delivery_pk}"
+    return f"{redis_key_prefix()}:alert_delivery:{delivery_pk}"
 
 
 def deliveries_queue(delivery_pks: Iterable[int], *, countdown_s: float = 0.0) -> list[int]:
@@ -192,9 +194,9 @@ def deliveries_queue(delivery_pks: Iterable[int], *, countdown_s: float = 0.0) -
 
 
 def _claim(delivery_pk: int, owner: str, hold_s: float) -> bool:
-    with hotstate.tolerated():
+    with tolerated():
         return bool(
-            hotstate.client().eval(
+            redis_client().eval(
                 _CLAIM_SCRIPT, 1, owner_key(delivery_pk), owner, max(1, int(hold_s * 1000))
             )
         )
@@ -295,8 +297,8 @@ def deliveries_sweep(*, now: datetime) -> int:
     sweep period (younger ones may still be waiting for their transaction's commit). Returns how
     many were queued; 0 when Redis cannot say who owns what."""
     reachable = False
-    with hotstate.tolerated():
-        reachable = bool(hotstate.client().ping())
+    with tolerated():
+        reachable = bool(redis_client().ping())
     if not reachable:
         return 0
     settled = now - timedelta(seconds=float(settings.LADDER_ALERT_SWEEP_S))

@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 from celery import current_app
 from django.db import transaction
 
-from ladder.services import hotstate
+from ladder.selectors.hotstate import redis_client
+from ladder.services.hotstate import tolerated
 
 logger = logging.getLogger(__name__)
 
@@ -94,8 +95,8 @@ def enqueue_once(
 
 def _take(owners: Mapping[str, str], *, ttl_s: float) -> set[str] | None:
     """SET NX every key to its owner, in one round trip: the keys taken; None without Redis."""
-    with hotstate.tolerated():
-        pipe = hotstate.client().pipeline(transaction=False)
+    with tolerated():
+        pipe = redis_client().pipeline(transaction=False)
         for key, owner in owners.items():
             pipe.set(key, owner, nx=True, px=max(1, int(ttl_s * 1000)))
         return {key for key, answer in zip(owners, pipe.execute(), strict=True) if answer}
@@ -109,5 +110,5 @@ def _send(name: str, args: list[Any], owner: str, countdown_s: float, keys: list
 
 def keys_release(keys: Sequence[str], *, owner: str) -> None:
     """Let these keys go, each only while it still holds ``owner``. Redis unavailable: they lapse."""
-    with hotstate.tolerated():
-        hotstate.client().eval(_RELEASE_SCRIPT, len(keys), *keys, owner)
+    with tolerated():
+        redis_client().eval(_RELEASE_SCRIPT, len(keys), *keys, owner)

@@ -35,12 +35,10 @@ from django.db.models import F
 
 from ladder.domain.types import Resolution, Rung
 from ladder.models import EscalationEvent, EscalationState, EscalationTally
-from ladder.selectors.hotstate import resolutions_key, resolutions_read
-from ladder.services import hotstate
+from ladder.selectors.hotstate import redis_client, redis_key_prefix, resolutions_key
+from ladder.services.hotstate import tolerated
 
 logger = logging.getLogger(__name__)
-
-__all__ = ["escalation_compare", "escalation_observe", "escalations_purge", "resolutions_read"]
 
 EMPTY_CODE = "e"
 CAS_ATTEMPTS = 3
@@ -63,7 +61,7 @@ _SCRIPT_SHA = hashlib.sha1(_SCRIPT.encode()).hexdigest()
 
 
 def last_outcome_key(auto_id: str) -> str:
-    return f"{hotstate.key_prefix()}:escalation:{auto_id}"
+    return f"{redis_key_prefix()}:escalation:{auto_id}"
 
 
 def resolutions_field(grouping: str, rung: Rung | None) -> str:
@@ -103,8 +101,8 @@ def _swap(auto_id: str, rung: Rung | None, counter_field: str) -> str | None:
         counter_field,
     ]
     previous = None
-    with hotstate.tolerated():
-        client = hotstate.client()
+    with tolerated():
+        client = redis_client()
         try:
             previous = client.evalsha(_SCRIPT_SHA, 2, *keys_and_args)
         except redis.exceptions.NoScriptError:

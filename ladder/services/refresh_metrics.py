@@ -22,28 +22,10 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ladder.selectors.hotstate import (
-    DURATION_BUCKETS_S,
-    FAILURE_OUTCOMES,
-    RefreshFigures,
-    refresh_metrics_key,
-    refresh_metrics_read,
-)
-from ladder.services import hotstate
+from ladder.selectors.hotstate import DURATION_BUCKETS_S, redis_client, refresh_metrics_key
+from ladder.services.hotstate import tolerated
 
 logger = logging.getLogger(__name__)
-
-# Read by /metrics through the selectors; named here too for the writers' readers.
-__all__ = [
-    "DURATION_BUCKETS_S",
-    "FAILURE_OUTCOMES",
-    "PollRecord",
-    "RefreshFigures",
-    "refresh_metrics_key",
-    "refresh_metrics_read",
-    "refresh_metrics_record",
-]
-
 
 @dataclass(frozen=True)
 class PollRecord:
@@ -67,8 +49,8 @@ def refresh_metrics_record(records: Iterable[PollRecord]) -> bool:
     if not counts:
         return True
     key = refresh_metrics_key()
-    with hotstate.tolerated():
-        pipe = hotstate.client().pipeline(transaction=True)
+    with tolerated():
+        pipe = redis_client().pipeline(transaction=True)
         for name, value in counts.items():
             pipe.hincrby(key, name, value)
         for name, total in seconds.items():

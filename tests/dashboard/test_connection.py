@@ -15,8 +15,9 @@ from django.utils import timezone
 from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
 from ladder import models as m
 from ladder import tasks
+from ladder.security.redis_breaker import redis_forget_outages
 from ladder.selectors.snapshot import readings_latest, state_version_get
-from ladder.services import enqueue, hotstate
+from ladder.services import enqueue
 from ladder.services.refresh.claim import claim_deadline, connections_claim
 from ladder.services.refresh.fanout import connections_refresh_many
 from ladder.services.refresh.on_demand import refresh_is_pending
@@ -274,7 +275,7 @@ def test_it_says_so_when_redis_cannot_take_the_request(
     plan_setup()
     client.force_login(editor_create())
     settings.LADDER_HOTSTATE_REDIS_URL = f"redis://127.0.0.1:{closed_port()}/0"
-    hotstate.mark_up()
+    redis_forget_outages()
     html = post_refresh(client, HTTP_HX_REQUEST="true").content.decode()
     assert "The refresh could not be requested (Redis is unavailable)" in html
     assert 'id="refresh-pending"' not in html

@@ -8,7 +8,7 @@ import pytest
 
 from ladder import models as m
 from ladder.domain.types import Reading, Window
-from ladder.services import hotstate
+from ladder.security.redis_breaker import redis_forget_outages
 from ladder.services.readings import reading_record
 from tests.gateway.conftest import NOW, Api, Clock, assert_error, assert_schema, make_connection, set_config
 
@@ -172,7 +172,7 @@ def test_it_keeps_the_log_through_the_database_when_redis_is_down(
     gateway: Api, clock: Clock, settings: Any
 ) -> None:
     settings.LADDER_HOTSTATE_REDIS_URL = f"redis://127.0.0.1:{closed_port()}/0"
-    hotstate.mark_up()
+    redis_forget_outages()
     try:
         make_connection(
             "c1", windows=[{"name": "5h", "remaining_pct": 60.0, "reset_at": NOW + timedelta(hours=2)}]
@@ -183,7 +183,7 @@ def test_it_keeps_the_log_through_the_database_when_redis_is_down(
         plan_reading(clock, 0.0)
         assert resolve(gateway)["pool"][0]["rung"] == "cheap"
     finally:
-        hotstate.mark_up()
+        redis_forget_outages()
 
     assert summary(escalations(gateway)) == [("auto/thrifty", "subscription", "cheap", "up")]
     assert escalations(gateway)[0]["why"] == EXHAUSTED_WHY

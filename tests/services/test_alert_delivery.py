@@ -278,7 +278,7 @@ def test_the_sweep_queues_again_what_no_message_owns(
         lost = enqueue_test(channel=hook, now=now - timedelta(minutes=5))
         young = enqueue_test(channel=hook, now=now)
         owned = enqueue_test(channel=hook, now=now - timedelta(minutes=5))
-    alert_delivery.hotstate.client().delete(
+    alert_delivery.redis_client().delete(
         alert_delivery.owner_key(lost.pk), alert_delivery.owner_key(young.pk)
     )
     queued.clear()

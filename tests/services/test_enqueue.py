@@ -13,7 +13,9 @@ from celery import current_app
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from ladder import tasks
-from ladder.services import enqueue, hotstate
+from ladder.security.redis_breaker import redis_forget_outages
+from ladder.selectors.hotstate import redis_key_prefix
+from ladder.services import enqueue
 from ladder.services.enqueue import enqueue_once, task_send
 from ladder.services.refresh.fanout import RefreshSummary
 
@@ -82,7 +84,7 @@ def test_it_never_raises_when_the_broker_refuses(
 def test_it_sends_each_piece_of_work_once_when_the_transaction_commits(
     hot: redis.Redis, sent: list[Sent], django_capture_on_commit_callbacks: Any
 ) -> None:
-    key = f"{hotstate.key_prefix()}:work"
+    key = f"{redis_key_prefix()}:work"
     with django_capture_on_commit_callbacks(execute=True):
         assert enqueue_once("ladder.tasks.x", {f"{key}:1": 1, f"{key}:2": 2}, ttl_s=30, countdown_s=5) == [
             1,
@@ -100,7 +102,7 @@ def test_it_sends_each_piece_of_work_once_when_the_transaction_commits(
 def test_it_sends_one_message_for_a_batch(
     hot: redis.Redis, sent: list[Sent], django_capture_on_commit_callbacks: Any
 ) -> None:
-    key = f"{hotstate.key_prefix()}:work"
+    key = f"{redis_key_prefix()}:work"
     hot.set(f"{key}:b", "another message")
     with django_capture_on_commit_callbacks(execute=True):
         queued = enqueue_once("ladder.tasks.x", {f"{key}:{n}": n for n in "abc"}, ttl_s=30, batch=True)
@@ -114,7 +116,7 @@ def test_it_lets_the_keys_go_when_the_broker_refuses(
     hot: redis.Redis, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
 ) -> None:
     monkeypatch.setattr(enqueue, "task_send", lambda name, **kwargs: False)
-    key = f"{hotstate.key_prefix()}:work:1"
+    key = f"{redis_key_prefix()}:work:1"
 
     with django_capture_on_commit_callbacks(execute=True):
         assert enqueue_once("ladder.tasks.x", {key: 1}, ttl_s=30) == [1]
@@ -137,7 +139,7 @@ def test_without_redis_it_sends_everything_or_nothing(
     expected: list[int],
 ) -> None:
     settings.LADDER_HOTSTATE_REDIS_URL = f"redis://127.0.0.1:{closed_port()}/0"
-    hotstate.mark_up()
+    redis_forget_outages()
     with django_capture_on_commit_callbacks(execute=True):
         queued = enqueue_once(
             "ladder.tasks.x", {"k1": 1, "k2": 2}, ttl_s=30, send_without_redis=send_without_redis
@@ -145,4 +147,4 @@ def test_without_redis_it_sends_everything_or_nothing(
 
     assert queued == expected
     assert [s.args[0] for s in sent] == expected
-    hotstate.mark_up()
+    redis_forget_outages()

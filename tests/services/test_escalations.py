@@ -10,14 +10,13 @@ import redis
 
 from ladder.domain.types import Empty, Exclusion, PoolEntry, Resolution, Rung
 from ladder.models import EscalationEvent, EscalationState
+from ladder.security.redis_breaker import redis_forget_outages
 from ladder.selectors.escalations import escalation_counts
-from ladder.services import hotstate
+from ladder.selectors.hotstate import HotStateUnavailable, resolutions_key, resolutions_read
 from ladder.services.escalations import (
     escalation_observe,
     escalations_purge,
     last_outcome_key,
-    resolutions_key,
-    resolutions_read,
 )
 
 pytestmark = pytest.mark.django_db
@@ -74,10 +73,10 @@ def closed_port() -> int:
 def redis_down(settings: Any, hot: redis.Redis) -> Iterator[None]:
     up_url = settings.LADDER_HOTSTATE_REDIS_URL
     settings.LADDER_HOTSTATE_REDIS_URL = f"redis://127.0.0.1:{closed_port()}/0"
-    hotstate.mark_up()
+    redis_forget_outages()
     yield
     settings.LADDER_HOTSTATE_REDIS_URL = up_url
-    hotstate.mark_up()
+    redis_forget_outages()
 
 
 def test_it_records_nothing_the_first_time_it_meets_an_auto_id(hot: redis.Redis) -> None:
@@ -173,7 +172,7 @@ def test_it_falls_back_to_the_database_when_redis_is_down(redis_down: None) -> N
     assert climbed is not None
     assert logged() == [("auto/thrifty", 0, 3, "up")]
     assert climbed.why.startswith("subscription: quota_exhausted on c1")
-    with pytest.raises(hotstate.HotStateUnavailable):
+    with pytest.raises(HotStateUnavailable):
         resolutions_read()
 
 
@@ -182,11 +181,11 @@ def test_it_neither_loses_nor_repeats_a_change_across_a_redis_outage(hot: redis.
     observe(Rung.SUBSCRIPTION)  # Redis and the database: subscription
 
     settings.LADDER_HOTSTATE_REDIS_URL = f"redis://127.0.0.1:{closed_port()}/0"
-    hotstate.mark_up()
+    redis_forget_outages()
     observe(Rung.CHEAP, minutes=1)  # logged by the database alone; Redis still says subscription
 
     settings.LADDER_HOTSTATE_REDIS_URL = up_url
-    hotstate.mark_up()
+    redis_forget_outages()
     assert observe(Rung.CHEAP, minutes=2) is None  # Redis: a change; the database: already logged
     observe(Rung.SUBSCRIPTION, minutes=3)
 

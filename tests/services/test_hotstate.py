@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from ladder.models import Heartbeat
+from ladder.security.redis_breaker import redis_forget_outages
 from ladder.services import hotstate
 
 pytestmark = pytest.mark.django_db
@@ -24,9 +25,9 @@ def closed_port() -> int:
 @pytest.fixture
 def redis_down(settings: Any) -> Iterator[None]:
     settings.LADDER_HOTSTATE_REDIS_URL = f"redis://127.0.0.1:{closed_port()}/0"
-    hotstate.mark_up()
+    redis_forget_outages()
     yield
-    hotstate.mark_up()
+    redis_forget_outages()
 
 
 def test_it_records_the_beat_in_the_database() -> None:

@@ -7,12 +7,13 @@ from collections.abc import Iterable
 
 from django.conf import settings
 
-from ladder.services import hotstate
+from ladder.selectors.hotstate import redis_client, redis_key_prefix
 from ladder.services.enqueue import enqueue_once
+from ladder.services.hotstate import tolerated
 
 
 def refresh_pending_key(connection_id: str) -> str:
-    return f"{hotstate.key_prefix()}:refresh_pending:{connection_id}"
+    return f"{redis_key_prefix()}:refresh_pending:{connection_id}"
 
 
 def refresh_request(*, connection_ids: Iterable[str]) -> list[str]:
@@ -33,13 +34,13 @@ def refresh_is_pending(*, connection_id: str) -> bool:
     """Whether a requested refresh of this connection is queued or running (its dedupe key is set
     until the task finishes, or for ``LADDER_REFRESH_REQUEST_DEDUPE_S`` at most). False when Redis
     is unavailable: nothing can be known to be pending then."""
-    with hotstate.tolerated():
-        return bool(hotstate.client().exists(refresh_pending_key(connection_id)))
+    with tolerated():
+        return bool(redis_client().exists(refresh_pending_key(connection_id)))
     return False
 
 
 def refresh_pending_clear(connection_ids: Iterable[str]) -> None:
     keys = [refresh_pending_key(cid) for cid in connection_ids]
-    with hotstate.tolerated():
+    with tolerated():
         if keys:
-            hotstate.client().delete(*keys)
+            redis_client().delete(*keys)

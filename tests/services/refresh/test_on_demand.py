@@ -12,7 +12,8 @@ from celery import current_app
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from devtools.fakeupstream import FakeUpstream, FakeUpstreamControl
-from ladder.services import enqueue, hotstate
+from ladder.security.redis_breaker import redis_forget_outages
+from ladder.services import enqueue
 from ladder.services.refresh.fanout import refresh_connections_run
 from ladder.services.refresh.on_demand import refresh_is_pending, refresh_pending_key, refresh_request
 from tests.services.refresh.rows import make_connection
@@ -50,14 +51,14 @@ def closed_port() -> int:
 
 def test_it_skips_a_requested_refresh_without_raising_when_redis_is_down(settings: Any) -> None:
     settings.LADDER_HOTSTATE_REDIS_URL = f"redis://127.0.0.1:{closed_port()}/0"
-    hotstate.mark_up()
+    redis_forget_outages()
     started = time.monotonic()
 
     assert refresh_request(connection_ids=["c1"]) == []
     assert refresh_request(connection_ids=["c1"]) == []
 
     assert time.monotonic() - started < 1.5
-    hotstate.mark_up()
+    redis_forget_outages()
 
 
 def test_it_forgets_the_request_when_the_broker_refuses_it(
@@ -94,8 +95,8 @@ def test_it_tells_a_requested_refresh_pending_until_the_run_ends(
 
 def test_it_tells_no_refresh_pending_when_redis_is_down(settings: Any) -> None:
     settings.LADDER_HOTSTATE_REDIS_URL = f"redis://127.0.0.1:{closed_port()}/0"
-    hotstate.mark_up()
+    redis_forget_outages()
 
     assert not refresh_is_pending(connection_id="c1")
 
-    hotstate.mark_up()
+    redis_forget_outages()
