@@ -19,7 +19,7 @@ from ladder.domain.timefmt import format_utc
 from ladder.domain.types import Reading
 from ladder.domain.windows import FUTURE_TOLERANCE_S
 from ladder.selectors.snapshot import CONNECTION_FIELDS
-from ladder.services import bump_state_version
+from ladder.services.state import bump_state_version
 
 WINDOW_NAME_MAX = m.QuotaWindow._meta.get_field("name").max_length or 64
 # What a state file sets on an existing connection; its credential stays as it is in the database.

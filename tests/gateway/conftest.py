@@ -187,6 +187,6 @@ def make_connection(
 
 
 def set_config(**values: Any) -> None:
-    from ladder.services import configuration_update
+    from ladder.services.state import configuration_update
 
     configuration_update(**values)

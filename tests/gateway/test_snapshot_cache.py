@@ -14,8 +14,9 @@ from ladder.domain.types import Reading, Snapshot, Window
 from ladder.gateway import snapshot_cache
 from ladder.gateway.snapshot_cache import SnapshotCache
 from ladder.selectors.snapshot import snapshot_load, state_versions_get
-from ladder.services import bump_live_version, bump_state_version, reading_record
 from ladder.services.failures import FailureOutcome, failure_record
+from ladder.services.readings import reading_record
+from ladder.services.state import bump_live_version, bump_state_version
 from tests.gateway.conftest import make_connection
 
 NOW = datetime(2026, 9, 15, 12, 0, tzinfo=UTC)

@@ -135,7 +135,7 @@ def test_it_never_shows_the_token(ladder: Ladder) -> None:
 
 
 def test_it_reports_one_usage_event_and_reads_the_budgets(ladder: Ladder) -> None:
-    from ladder.services import configuration_update
+    from ladder.services.state import configuration_update
 
     configuration_update(rung_budget_usd={"cheap": 5.0})
     at = datetime.now(UTC).replace(microsecond=0)

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from ladder.services import configuration_update
+from ladder.services.state import configuration_update
 from ladder_client import LadderClient
 from tests.ladder_client.conftest import CHEAP, CHEAP_MODEL, PLAN, PLAN_MODEL, Ladder
 from tests.ladder_client.fake_openai import COMPLETION_TOKENS, PROMPT_TOKENS, FakeOpenAI

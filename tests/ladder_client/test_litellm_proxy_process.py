@@ -26,7 +26,7 @@ import httpx
 import pytest
 
 from ladder import models as m
-from ladder.services import configuration_update
+from ladder.services.state import configuration_update
 from ladder_client import LadderClient
 from tests.ladder_client.conftest import CHEAP, PLAN, Ladder
 from tests.ladder_client.fake_openai import COMPLETION_TOKENS, PROMPT_TOKENS, FakeOpenAI

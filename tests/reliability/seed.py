@@ -38,9 +38,8 @@ def main() -> int:
 
     from ladder.domain.types import Reading, Window
     from ladder.models import Connection, ModelCatalogEntry
-    from ladder.services import configuration_update
     from ladder.services.readings import reading_record
-    from ladder.services.state import bump_state_version
+    from ladder.services.state import bump_state_version, configuration_update
     from ladder.services.tokens import gateway_token_create
 
     spec: dict[str, Any] = json.loads(sys.stdin.read() or "{}")
