@@ -19,11 +19,15 @@ from ladder.domain.timefmt import format_utc
 from ladder.domain.types import Reading
 from ladder.domain.windows import FUTURE_TOLERANCE_S
 from ladder.selectors.snapshot import CONNECTION_FIELDS
+from ladder.services.catalog_seed import BILLING_FIELDS
+from ladder.services.readings import reading_rows_create
 from ladder.services.state import bump_state_version
 
 WINDOW_NAME_MAX = m.QuotaWindow._meta.get_field("name").max_length or 64
 # What a state file sets on an existing connection; its credential stays as it is in the database.
 IMPORTED_CONNECTION_FIELDS = [*CONNECTION_FIELDS[1:], "position", "updated_at"]  # all but the id
+# The columns named and typed as in the file (all but the id, the models list and the poll interval).
+COPIED_CONNECTION_FIELDS = [f for f in CONNECTION_FIELDS[1:] if f not in ("models", "min_poll_interval_s")]
 
 
 @dataclass
@@ -83,12 +87,10 @@ def state_import(*, data: Any, replace: bool = False) -> ImportSummary:
 
         catalog_keys = set()
         for index, entry in enumerate(snapshot.billing_catalog):
-            row = m.BillingCatalogEntry.objects.filter(
-                provider=entry.provider, auth_type=entry.auth_type
-            ).first()
-            row = row or m.BillingCatalogEntry(provider=entry.provider, auth_type=entry.auth_type)
-            row.billing, row.overage = entry.billing, entry.overage
-            row.source_url, row.notes, row.reviewed_at = entry.source_url, entry.notes, entry.reviewed_at
+            key = {"provider": entry.provider, "auth_type": entry.auth_type}
+            row = m.BillingCatalogEntry.objects.filter(**key).first() or m.BillingCatalogEntry(**key)
+            for name in BILLING_FIELDS:
+                setattr(row, name, getattr(entry, name))
             _full_clean(row, f"billing_catalog[{index}]", exclude_unique=True)
             row.save()
             catalog_keys.add(row.pk)
@@ -101,11 +103,9 @@ def state_import(*, data: Any, replace: bool = False) -> ImportSummary:
             )
             model_row.input_usd_per_mtok = _price(model.input_usd_per_mtok)
             model_row.output_usd_per_mtok = _price(model.output_usd_per_mtok)
-            model_row.free, model_row.categories, model_row.position = (
-                model.free,
-                list(model.categories),
-                index,
-            )
+            model_row.free = model.free
+            model_row.categories = list(model.categories)
+            model_row.position = index
             _full_clean(model_row, f"models[{index}]", exclude_unique=True)
             model_row.save()
             model_keys.add(model_row.pk)
@@ -123,18 +123,12 @@ def state_import(*, data: Any, replace: bool = False) -> ImportSummary:
                     "polled every refresh_interval_s has none (null)",
                 )
             conn_row = m.Connection.objects.filter(pk=connection.id).first() or m.Connection(id=connection.id)
-            conn_row.provider, conn_row.auth_type = connection.provider, connection.auth_type
-            conn_row.keyless, conn_row.enabled = connection.keyless, connection.enabled
-            conn_row.disabled_reason, conn_row.base_url = connection.disabled_reason, connection.base_url
-            conn_row.cooldown_until, conn_row.overage_override = (
-                connection.cooldown_until,
-                connection.overage_override,
-            )
+            for name in COPIED_CONNECTION_FIELDS:
+                setattr(conn_row, name, getattr(connection, name))
             conn_row.models = None if connection.models is None else list(connection.models)
             # The file's poll_interval_s is the connection's effective interval: the operator's minimum
             # is the part of it a file can set (STATE.md).
             conn_row.min_poll_interval_s = connection.poll_interval_s
-            conn_row.reserve_pct = connection.reserve_pct
             conn_row.position = index
             _full_clean(conn_row, f"connections[{index}]", exclude_unique=True)
             if conn_row._state.adding:
@@ -183,26 +177,7 @@ def _reading_store(connection: m.Connection, reading: Reading) -> None:
     """The file's reading becomes the connection's latest: readings dated at or after it would shadow
     it, so they go; older history stays."""
     m.QuotaReading.objects.filter(connection=connection, fetched_at__gte=reading.fetched_at).delete()
-    row = m.QuotaReading.objects.create(
-        connection=connection,
-        fetched_at=reading.fetched_at,
-        source=reading.source,
-        verifiable=reading.verifiable,
-        observed_overage=reading.observed_overage,
-        note=reading.note,
-    )
-    m.QuotaWindow.objects.bulk_create(
-        m.QuotaWindow(
-            reading=row,
-            name=w.name,
-            remaining_pct=w.remaining_pct,
-            reset_at=w.reset_at,
-            scope_models=list(w.scope_models),
-            latched=w.latched,
-            position=position,
-        )
-        for position, w in enumerate(reading.windows)
-    )
+    reading_rows_create(connection.pk, reading)
 
 
 def _full_clean(row: Any, path: str, *, exclude_unique: bool = False) -> None:

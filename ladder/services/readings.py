@@ -250,13 +250,21 @@ def reading_store(
     if not updates and not Connection.objects.filter(pk=connection_id).exists():
         raise Connection.DoesNotExist(f"no connection {connection_id!r}")
 
+    row_id = reading_rows_create(connection_id, stored)
+    if is_latest and live is not None:
+        live.append(connection_id)
+    return StoredReading(row_id, connection_id, stored, is_latest, next_refresh_at)
+
+
+def reading_rows_create(connection_id: str, reading: Reading) -> int:
+    """Insert the reading and its windows as they are (no check, no latch); returns the reading's id."""
     row = QuotaReading.objects.create(
         connection_id=connection_id,
-        fetched_at=stored.fetched_at,
-        source=stored.source,
-        verifiable=stored.verifiable,
-        observed_overage=stored.observed_overage if stored.observed_overage in STORED_OVERAGES else None,
-        note=stored.note,
+        fetched_at=reading.fetched_at,
+        source=reading.source,
+        verifiable=reading.verifiable,
+        observed_overage=reading.observed_overage if reading.observed_overage in STORED_OVERAGES else None,
+        note=reading.note,
     )
     QuotaWindow.objects.bulk_create(
         QuotaWindow(
@@ -269,11 +277,9 @@ def reading_store(
             exhausts_at=w.exhausts_at,
             position=position,
         )
-        for position, w in enumerate(windows)
+        for position, w in enumerate(reading.windows)
     )
-    if is_latest and live is not None:
-        live.append(connection_id)
-    return StoredReading(row.id, connection_id, stored, is_latest, next_refresh_at)
+    return row.id
 
 
 def windows_forecast(
