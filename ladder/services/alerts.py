@@ -20,7 +20,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from ladder.domain.alerts import Condition, Decision, Episode, decide_for_rules
-from ladder.models import AlertDelivery, AlertEpisode, AlertRule
+from ladder.models import AlertEpisode, AlertRule
 from ladder.selectors.alerts import alert_episodes_unrecovered, alert_inputs, alert_rules_enabled
 from ladder.services.alert_delivery import enqueue_deliveries
 
@@ -40,11 +40,6 @@ class AlertsOutcome:
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
-
-
-def deliveries_enqueue(*, episode: AlertEpisode, event: str, now: datetime) -> list[AlertDelivery]:
-    """One delivery of this event per target channel, sent on commit (ladder.services.alert_delivery)."""
-    return enqueue_deliveries(episode=episode, event=event, now=now)
 
 
 def alerts_plan(*, now: datetime) -> Decision:
@@ -108,7 +103,7 @@ def episode_fire(*, condition: Condition, now: datetime) -> int:
                     )
             except IntegrityError:
                 return 0  # the one-open-episode constraint: someone else fired it
-            deliveries_enqueue(episode=episode, event=FIRED, now=now)
+            enqueue_deliveries(episode=episode, event=FIRED, now=now)
     except (IntegrityError, AlertRule.DoesNotExist):
         # The rule is gone. Its foreign key is deferred (checked at the commit, on SQLite as on
         # PostgreSQL), so the INSERT itself succeeded and only reading the rule or committing fails.
@@ -139,5 +134,5 @@ def episode_recover(*, episode: Episode, now: datetime) -> int:
         if moved != 1:
             return 0
         row = AlertEpisode.objects.select_related("rule").get(pk=episode.id)
-        deliveries_enqueue(episode=row, event=RECOVERED, now=now)
+        enqueue_deliveries(episode=row, event=RECOVERED, now=now)
     return 1

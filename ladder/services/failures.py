@@ -69,13 +69,8 @@ def failure_classify(
     Without an adapter only an authentication refusal is recognised."""
     adapter = get_adapter(connection.provider, connection.auth_type)
     if adapter is None:
-        if status in (401, 403):
-            return Failure(
-                "auth_failed", detail=f"HTTP {status} (no adapter for {connection.provider})"
-            ), False
-        return Failure(
-            "upstream_error", detail=f"HTTP {status} (no adapter for {connection.provider})"
-        ), False
+        classification = "auth_failed" if status in (401, 403) else "upstream_error"
+        return Failure(classification, detail=f"HTTP {status} (no adapter for {connection.provider})"), False
     try:
         failure = adapter.classify_failure(status, headers, body, observed_at)
         return failure, adapter.wants_usage_recheck(status, failure)

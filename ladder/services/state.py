@@ -26,14 +26,20 @@ from ladder.models import Connection, LadderConfiguration, StateVersion
 from ladder.models.connections import PLAIN_CREDENTIAL_FIELDS
 
 
+def _bump(counter: str, **also: Any) -> int:
+    """Increment a counter of the one StateVersion row (creating it if a flush removed it), in the
+    caller's transaction; returns the new value."""
+    updates = {counter: F(counter) + 1, **also}
+    if StateVersion.objects.filter(pk=1).update(**updates) != 1:
+        StateVersion.objects.get_or_create(pk=1, defaults={"value": 0})
+        StateVersion.objects.filter(pk=1).update(**updates)
+    return StateVersion.objects.values_list(counter, flat=True).get(pk=1)
+
+
 def bump_state_version() -> int:
-    """Increment the state version (creating its row if a flush removed it); returns the new value."""
+    """Increment the state version; returns the new value."""
     with transaction.atomic():
-        updated = StateVersion.objects.filter(pk=1).update(value=F("value") + 1, updated_at=timezone.now())
-        if updated != 1:
-            StateVersion.objects.get_or_create(pk=1, defaults={"value": 0})
-            StateVersion.objects.filter(pk=1).update(value=F("value") + 1, updated_at=timezone.now())
-        return StateVersion.objects.values_list("value", flat=True).get(pk=1)
+        return _bump("value", updated_at=timezone.now())
 
 
 def bump_live_version(connection_ids: Collection[str]) -> int:
@@ -42,10 +48,7 @@ def bump_live_version(connection_ids: Collection[str]) -> int:
     counter second, as bump_state_version is). Returns the new value."""
     ids = sorted(set(connection_ids))
     with transaction.atomic():
-        if StateVersion.objects.filter(pk=1).update(live=F("live") + 1) != 1:
-            StateVersion.objects.get_or_create(pk=1, defaults={"value": 0})
-            StateVersion.objects.filter(pk=1).update(live=F("live") + 1)
-        live = StateVersion.objects.values_list("live", flat=True).get(pk=1)
+        live = _bump("live")
         if ids:
             Connection.objects.filter(pk__in=ids).update(live_seq=live)
         return live

@@ -47,7 +47,7 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> Sent:
         record.events.append((episode.rule.name, episode.subject, event))
         return []
 
-    monkeypatch.setattr(alerts, "deliveries_enqueue", enqueue)
+    monkeypatch.setattr(alerts, "enqueue_deliveries", enqueue)
     return record
 
 

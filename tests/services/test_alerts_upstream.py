@@ -43,7 +43,7 @@ def test_it_alerts_once_per_episode_from_a_plan_drained_by_the_fake_upstream(
         sent.append((episode.rule.kind, episode.subject, event))
         return []
 
-    monkeypatch.setattr(alerts, "deliveries_enqueue", enqueue)
+    monkeypatch.setattr(alerts, "enqueue_deliveries", enqueue)
     connection = m.Connection(
         id="max", provider="claude", auth_type="oauth", base_url=upstream.url_for("claude-oauth", "max")
     )
