@@ -42,11 +42,11 @@ from ladder.models import (
     Connection,
     CredentialAccess,
     FailureEvent,
-    LadderConfiguration,
     QuotaReading,
     QuotaWindow,
 )
 from ladder.selectors.connections import connection_poll_floor_s
+from ladder.selectors.snapshot import configuration_get
 from ladder.services.state import bump_live_version
 
 # DESIGN L5: services refuse readings dated more than this far in the future.
@@ -77,19 +77,7 @@ class StoredReading:
     next_refresh_at: datetime | None
 
 
-def configuration_load() -> LadderConfig:
-    row = LadderConfiguration.objects.filter(pk=1).first() or LadderConfiguration.from_settings()
-    return row.to_domain()
-
-
-def reading_record(
-    *,
-    connection_id: str,
-    reading: Reading,
-    now: datetime | None = None,
-    claim_until: datetime | None = None,
-    connection_updates: dict[str, Any] | None = None,
-) -> StoredReading:
+def reading_record(*, connection_id: str, reading: Reading, now: datetime | None = None) -> StoredReading:
     """Store a reading of a connection and everything that follows from it, in one transaction.
 
     - Refuses (ValidationError naming the field) a reading whose ``fetched_at`` lies more than 300 s
@@ -100,8 +88,6 @@ def reading_record(
     - ``backoff_level`` goes back to 0 when the reading is verifiable and every window is above the
       connection's re-entry floor.
     - ``next_refresh_at``: see ``next_refresh_after``.
-    - With ``claim_until``, the write happens only while the connection's claim is that one (it is
-      then released), else ClaimLost; ``connection_updates`` are set on the connection as well.
     - The live version is bumped (and the connection stamped with it) when the reading is the
       connection's latest.
 
@@ -113,9 +99,7 @@ def reading_record(
             connection_id=connection_id,
             reading=reading,
             now=now,
-            config=configuration_load(),
-            claim_until=claim_until,
-            connection_updates=connection_updates,
+            config=configuration_get().to_domain(),
         )
         if stored.is_latest:
             bump_live_version([connection_id])
@@ -167,7 +151,10 @@ def reading_store(
 ) -> StoredReading:
     """The body of ``reading_record`` without its transaction and live-version bump: the caller runs
     it inside ``transaction.atomic()`` and bumps the live version once for the connections appended
-    to ``live`` (those whose latest reading this stored). Batch writers use it."""
+    to ``live`` (those whose latest reading this stored). Batch writers use it.
+
+    With ``claim_until``, the write happens only while the connection's claim is that one (it is
+    then released), else ClaimLost; ``connection_updates`` are set on the connection as well."""
     reading_validate(reading, now)
     # The resets are clamped as of the reading's own time: when the upstream said them (L7).
     reading, clamps = clamp_reading_resets(reading, reading.fetched_at)
@@ -238,10 +225,9 @@ def reading_store(
         updates["next_refresh_at"] = next_refresh_at
         if above_floor(stored, limits):
             updates["backoff_level"] = 0
-    if claim_until is not None:
-        updates["claimed_until"] = None
     query = Connection.objects.filter(pk=connection_id)
     if claim_until is not None:
+        updates["claimed_until"] = None
         query = query.filter(claimed_until=claim_until)
     if updates and query.update(**updates) != 1:
         if claim_until is not None and Connection.objects.filter(pk=connection_id).exists():
@@ -382,10 +368,10 @@ def next_refresh_after(
     *,
     now: datetime,
     config: LadderConfig,
-    limits: Thresholds | None = None,
-    min_poll_interval_s: float | None = None,
-    last_polled_at: datetime | None = None,
-    scheduled: datetime | None = None,
+    limits: Thresholds,
+    min_poll_interval_s: float | None,
+    last_polled_at: datetime | None,
+    scheduled: datetime | None,
 ) -> datetime:
     """When the connection should be polled next after storing ``reading``:
 
@@ -396,7 +382,6 @@ def next_refresh_after(
     - never later than a window's future reset (+1 s), when the reading turns stale;
     - and never before ``last_polled_at + min_poll_interval_s``: the operator's floor wins over a
       reset (DESIGN L5)."""
-    limits = limits or config
     interval = timedelta(seconds=max(config.refresh_interval_s, min_poll_interval_s or 0.0))
     due = now + interval
     headers = reading.source == "headers"

@@ -14,9 +14,9 @@ from django.utils import timezone
 
 from devtools.fakeupstream import FakeUpstream
 from ladder import models as m
+from ladder.selectors.snapshot import configuration_get
 from ladder.services import alerts
 from ladder.services.alerts import alerts_evaluate
-from ladder.services.readings import configuration_load
 from ladder.services.refresh.claim import claim_deadline, connections_claim
 from ladder.services.refresh.poll import job_fetch, jobs_load
 from ladder.services.refresh.store import outcomes_write
@@ -67,7 +67,8 @@ def test_it_alerts_once_per_episode_from_a_plan_drained_by_the_fake_upstream(
                 until = claim_deadline(real_now, 30)
                 (job,) = jobs_load(["max"], claim_until=until)
                 outcome = job_fetch(job, client, now=now)
-                assert outcomes_write([outcome], claim_until=until, config=configuration_load()) == ["ok"]
+                config = configuration_get().to_domain()
+                assert outcomes_write([outcome], claim_until=until, config=config) == ["ok"]
                 alerts_evaluate(now=now)
     finally:
         control.close()

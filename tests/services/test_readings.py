@@ -6,12 +6,13 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection as connection_db
+from django.db import transaction
 from django.test.utils import CaptureQueriesContext
 
 from ladder.domain.types import Reading, Window
 from ladder.models import Connection, CredentialAccess, FailureEvent, QuotaReading, QuotaWindow
-from ladder.selectors.snapshot import live_state_since, readings_latest, state_versions_get
-from ladder.services.readings import ClaimLost, reading_record, readings_purge
+from ladder.selectors.snapshot import configuration_get, live_state_since, readings_latest, state_versions_get
+from ladder.services.readings import ClaimLost, StoredReading, reading_record, reading_store, readings_purge
 
 pytestmark = pytest.mark.django_db
 
@@ -29,6 +30,12 @@ def reading(*windows: tuple[str, float], at: datetime = NOW, **kwargs: Any) -> R
         windows=tuple(Window(name, pct, reset_at=kwargs.pop("reset_at", None)) for name, pct in windows),
         **kwargs,
     )
+
+
+def store(**kwargs: Any) -> StoredReading:
+    """A reading written as the refresh writes a poll's (``reading_store``: a claim, connection updates)."""
+    with transaction.atomic():
+        return reading_store(config=configuration_get().to_domain(), **kwargs)
 
 
 def latches(stored_id: int) -> dict[str, bool]:
@@ -124,7 +131,7 @@ def test_it_resets_the_backoff_level_only_above_the_connections_own_floor(connec
 def test_it_polls_no_sooner_than_the_operators_minimum_interval(connection: Connection) -> None:
     Connection.objects.filter(pk="c1").update(min_poll_interval_s=300)
 
-    stored = reading_record(
+    stored = store(
         connection_id="c1",
         reading=reading(("5h", 80)),
         now=NOW,
@@ -134,7 +141,7 @@ def test_it_polls_no_sooner_than_the_operators_minimum_interval(connection: Conn
 
     # A window resetting sooner would bring the poll forward; the floor still wins (DESIGN L5).
     soon = NOW + timedelta(seconds=20)
-    stored = reading_record(
+    stored = store(
         connection_id="c1",
         reading=reading(("5h", 0), reset_at=soon, at=NOW + timedelta(seconds=1)),
         now=NOW + timedelta(seconds=1),
@@ -258,11 +265,11 @@ def test_it_writes_only_while_holding_the_claim(connection: Connection) -> None:
     Connection.objects.filter(pk="c1").update(claimed_until=NOW + timedelta(seconds=61))  # someone else's
 
     with pytest.raises(ClaimLost):
-        reading_record(connection_id="c1", reading=reading(("5h", 80)), now=NOW, claim_until=mine)
+        store(connection_id="c1", reading=reading(("5h", 80)), now=NOW, claim_until=mine)
     assert not QuotaReading.objects.exists()
 
     Connection.objects.filter(pk="c1").update(claimed_until=mine)
-    reading_record(
+    store(
         connection_id="c1",
         reading=reading(("5h", 80)),
         now=NOW,

@@ -18,8 +18,8 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from ladder.domain.types import LadderConfig
+from ladder.selectors.snapshot import configuration_get
 from ladder.services import hotstate
-from ladder.services.readings import configuration_load
 from ladder.services.refresh.claim import (
     claim_deadline,
     claims_release,
@@ -95,7 +95,7 @@ def connections_refresh_many(
     summary.claimed = len(jobs)
     if not jobs:
         return summary
-    config = configuration_load()
+    config = configuration_get().to_domain()
     to_fetch = interleave_by_provider([job for job in jobs if not job.skip_reason])
     skipped = [job for job in jobs if job.skip_reason]
     if skipped:

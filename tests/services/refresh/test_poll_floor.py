@@ -56,14 +56,13 @@ def test_it_shows_the_floor_as_the_connections_poll_interval(settings: Any) -> N
 
 def test_it_schedules_the_next_poll_no_sooner_than_the_floor(settings: Any) -> None:
     settings.LADDER_POLL_FLOOR_S = {}
-    Connection.objects.create(id="c1", provider="claude", auth_type="oauth")
     now = timezone.now()
+    Connection.objects.create(id="c1", provider="claude", auth_type="oauth", last_polled_at=now)
 
     stored = reading_record(
         connection_id="c1",
         reading=Reading(now, (Window("5h", 80.0, now + timedelta(seconds=30)),), "poll"),
         now=now,
-        connection_updates={"last_polled_at": now},
     )
 
     # A reset in 30 s would bring the poll forward; the floor wins (DESIGN L5).
