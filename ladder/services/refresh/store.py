@@ -27,7 +27,6 @@ import dataclasses
 import logging
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -65,17 +64,12 @@ SKIPPED = "skipped"
 CLAIM_LOST = "claim_lost"
 
 
-@dataclass
-class Applied:
-    result: str
-    state_changed: bool = False  # the connection was disabled: the snapshot itself changed
-
-
 def outcome_apply(
     outcome: Outcome, *, claim_until: datetime, config: LadderConfig, now: datetime, live: list[str]
-) -> Applied:
-    """Write one poll's outcome, only while the claim is still ours. Call inside a transaction.
-    The connection's id is appended to ``live`` when its latest reading changed."""
+) -> str:
+    """Write one poll's outcome, only while the claim is still ours, and return its classification
+    (``auth_failed``: the connection was disabled, the snapshot itself changed). Call inside a
+    transaction. The connection's id is appended to ``live`` when its latest reading changed."""
     finish = partial(_finish_failure, claim_until=claim_until, config=config, now=now)
     job = outcome.job
     cid = job.connection_id
@@ -95,16 +89,16 @@ def outcome_apply(
             )
         except ClaimLost:
             logger.info("refresh connection=%s outcome=claim_lost: reading dropped", cid)
-            return Applied(CLAIM_LOST)
+            return CLAIM_LOST
         except ValidationError as exc:
             return finish(
                 outcome, FAILED, "upstream_error", f"the adapter produced an invalid reading: {exc}"
             )
         if reading.verifiable:
             logger.debug("refresh connection=%s outcome=ok windows=%d", cid, len(reading.windows))
-            return Applied(OK)
+            return OK
         logger.warning("refresh connection=%s outcome=unverifiable note=%r", cid, reading.note)
-        return Applied(UNVERIFIABLE)
+        return UNVERIFIABLE
     if outcome.error is not None:
         error = outcome.error
         failure = error.failure
@@ -133,9 +127,9 @@ def outcome_apply(
         "last_poll_error": f"not polled: {reason}",
     }
     if Connection.objects.filter(pk=cid, claimed_until=claim_until).update(**skipped) != 1:
-        return Applied(CLAIM_LOST)
+        return CLAIM_LOST
     logger.info("refresh connection=%s outcome=skipped reason=%r", cid, reason)
-    return Applied(SKIPPED)
+    return SKIPPED
 
 
 def poll_backoff_s(level: int, config: LadderConfig) -> float:
@@ -154,7 +148,7 @@ def _finish_failure(
     claim_until: datetime,
     config: LadderConfig,
     now: datetime,
-) -> Applied:
+) -> str:
     job = outcome.job
     cid = job.connection_id
     detail = strip_secrets(detail, job_secrets(job))
@@ -168,7 +162,6 @@ def _finish_failure(
     retry_after = min(max(failure.retry_after_s or 0.0, 0.0), RETRY_AFTER_CAP_S)
     level = min(job.poll_backoff_level + 1, MAX_BACKOFF_LEVEL)
     updates: dict[str, Any] = {"claimed_until": None, "last_polled_at": outcome.fetched_at}
-    state_changed = False
     wait_s: float | None = None
     if result == AUTH_FAILED:
         updates |= {
@@ -177,7 +170,6 @@ def _finish_failure(
             "next_refresh_at": None,
             "poll_backoff_level": 0,
         }
-        state_changed = True
     elif result == TRANSIENT:
         wait_s = max(retry_after, transient_backoff_s(job.poll_backoff_level) * random.uniform(0.5, 1.5))
     else:
@@ -196,7 +188,7 @@ def _finish_failure(
     updates["last_poll_error"] = message[:2000]
     if Connection.objects.filter(pk=cid, claimed_until=claim_until).update(**updates) != 1:
         logger.info("refresh connection=%s outcome=claim_lost: failure %s dropped", cid, classification)
-        return Applied(CLAIM_LOST)
+        return CLAIM_LOST
     if error is not None or outcome.crash:
         FailureEvent.objects.create(
             connection_id=cid,
@@ -219,7 +211,7 @@ def _finish_failure(
         detail,
         then,
     )
-    return Applied(result, state_changed)
+    return result
 
 
 def outcomes_write(outcomes: Sequence[Outcome], *, claim_until: datetime, config: LadderConfig) -> list[str]:
@@ -229,25 +221,23 @@ def outcomes_write(outcomes: Sequence[Outcome], *, claim_until: datetime, config
     results: list[str] = []
     live: list[str] = []
     with transaction.atomic():
-        changed = False
         now = timezone.now()
         for outcome in outcomes:
+            written: list[str] = []
             try:
-                written: list[str] = []
                 with transaction.atomic():
-                    applied = outcome_apply(
+                    result = outcome_apply(
                         outcome, claim_until=claim_until, config=config, now=now, live=written
                     )
-                live.extend(written)  # only once its savepoint is released
             except DatabaseError:
                 logger.exception(
                     "refresh connection=%s: storing the outcome failed", outcome.job.connection_id
                 )
-                results.append(FAILED)
-                continue
-            changed = changed or applied.state_changed
-            results.append(applied.result)
-        if changed:
+                result = FAILED
+            else:
+                live.extend(written)  # only once its savepoint is released
+            results.append(result)
+        if AUTH_FAILED in results:  # a connection was disabled
             bump_state_version()
         if live:
             bump_live_version(live)
