@@ -1,8 +1,8 @@
-"""Structured credentials: import a CLI's file, or take the gateway's renewed token, and store it on
-its connection (encrypted; the refresh token only when the ladder owns it). Keeping a ladder-owned
-credential alive is ``ladder.services.credential_refresh``; the gateway's credential calls are
-``ladder.services.gateway_credentials``. Secrets never reach a log line, an exception message or a
-page: messages name fields and outcomes only.
+"""Structured credentials: import a CLI's file and store it on its connection (encrypted; the refresh
+token only when the ladder owns it). Keeping a ladder-owned credential alive is
+``ladder.services.credential_refresh``; the gateway's credential calls (a gateway-owned one's renewed
+token stored the same way) are ``ladder.services.gateway_credentials``. Secrets never reach a log
+line, an exception message or a page: messages name fields and outcomes only.
 """
 
 from __future__ import annotations
@@ -163,19 +163,3 @@ def credential_import(
     logger.info("credential imported connection=%s owner=%s", connection_id, connection.credential_owner)
     return connection
 
-
-def credential_push(
-    *, connection_id: str, access_token: str, expires_at: datetime, account_id: str | None, now: datetime
-) -> Connection:
-    """A gateway-owned connection's new access token (the gateway refreshed it). Clears
-    ``auth_failed`` and ``needs_reauth``. ValidationError for a connection the gateway does not own."""
-    with transaction.atomic():
-        connection = Connection.objects.select_for_update().get(pk=connection_id)
-        if connection.credential_owner != "gateway":
-            raise ValidationError({"credential_owner": "the gateway does not own this credential"})
-        account = account_id if account_id is not None else connection.credential_account_id or None
-        credential = Credential(access_token=access_token, expires_at=expires_at, account_id=account)
-        credential_apply(connection=connection, credential=credential, owner="gateway", now=now)
-        connection.save(update_fields=CREDENTIAL_FIELDS)
-        bump_state_version()
-    return connection

@@ -12,16 +12,18 @@ from typing import Any
 
 import httpx
 from django.conf import settings
-from django.db import OperationalError
+from django.db import OperationalError, transaction
 from django.utils import timezone
 
 from ladder.domain.credentials import NEEDS_REAUTH
 from ladder.domain.timefmt import format_utc_or_none
 from ladder.models import Connection, CredentialAccess
+from ladder.providers.credentials import Credential
 from ladder.security.ratelimit import rate_limit_hit
 from ladder.selectors.connections import credential_summary_of
 from ladder.services.credential_refresh import IN_PROGRESS, NOT_RENEWED, REFUSED, credential_refresh
-from ladder.services.credentials import credential_push
+from ladder.services.credentials import CREDENTIAL_FIELDS, credential_apply
+from ladder.services.state import bump_state_version
 from ladder.services.upstream import upstream_client
 
 logger = logging.getLogger(__name__)
@@ -110,8 +112,9 @@ def credential_for_gateway(
     }
 
 
-def _owned_row(connection_id: str, owner: str) -> Connection:
-    row = Connection.objects.filter(pk=connection_id).first()
+def _owned_row(connection_id: str, owner: str, *, lock: bool = False) -> Connection:
+    rows = Connection.objects.select_for_update() if lock else Connection.objects
+    row = rows.filter(pk=connection_id).first()
     if row is None:
         raise CredentialUnavailable(404, "connection_not_found", f"no connection {connection_id!r}")
     if row.credential_owner != owner:
@@ -126,20 +129,20 @@ def _owned_row(connection_id: str, owner: str) -> Connection:
 def credential_push_for_gateway(
     *, connection_id: str, access_token: str, expires_at: datetime, account_id: str | None, now: datetime
 ) -> dict[str, Any]:
-    """A gateway-owned connection's new access token; answers its summary. CredentialUnavailable for an
-    unknown connection (404) or one the gateway does not own (409)."""
-    _owned_row(connection_id, "gateway")
-    stored = credential_push(
-        connection_id=connection_id,
-        access_token=access_token,
-        expires_at=expires_at,
-        account_id=account_id,
-        now=now,
-    )
+    """A gateway-owned connection's new access token (the gateway refreshed it); answers its summary.
+    Clears ``auth_failed`` and ``needs_reauth``. CredentialUnavailable for an unknown connection (404)
+    or one the gateway does not own (409)."""
+    with transaction.atomic():
+        row = _owned_row(connection_id, "gateway", lock=True)
+        account = account_id if account_id is not None else row.credential_account_id or None
+        credential = Credential(access_token=access_token, expires_at=expires_at, account_id=account)
+        credential_apply(connection=row, credential=credential, owner="gateway", now=now)
+        row.save(update_fields=CREDENTIAL_FIELDS)
+        bump_state_version()
     summary = credential_summary_of(
-        stored=bool(stored.credential_ciphertext),
-        owner=stored.credential_owner,
-        expires_at=stored.credential_expires_at,
-        account_id=stored.credential_account_id,
+        stored=bool(row.credential_ciphertext),
+        owner=row.credential_owner,
+        expires_at=row.credential_expires_at,
+        account_id=row.credential_account_id,
     )
     return {"credential": summary}
