@@ -196,9 +196,7 @@ def deliveries_queue(delivery_pks: Iterable[int], *, countdown_s: float = 0.0) -
 def _claim(delivery_pk: int, owner: str, hold_s: float) -> bool:
     with tolerated():
         return bool(
-            redis_client().eval(
-                _CLAIM_SCRIPT, 1, owner_key(delivery_pk), owner, max(1, int(hold_s * 1000))
-            )
+            redis_client().eval(_CLAIM_SCRIPT, 1, owner_key(delivery_pk), owner, max(1, int(hold_s * 1000)))
         )
     return True  # Redis unavailable: at least once wins over at most once
 

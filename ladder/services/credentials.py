@@ -162,4 +162,3 @@ def credential_import(
         bump_state_version()
     logger.info("credential imported connection=%s owner=%s", connection_id, connection.credential_owner)
     return connection
-

@@ -27,6 +27,7 @@ from ladder.services.hotstate import tolerated
 
 logger = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class PollRecord:
     provider: str

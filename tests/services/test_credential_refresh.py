@@ -211,10 +211,7 @@ def test_the_ladder_never_refreshes_a_gateway_owned_credential(
     assert credential_refresh(connection_id="c1", client=client, force=True).outcome == NOT_OWNED
     now = timezone.now()
     assert connections_claim(connection_ids=["c1"], now=now, lease_s=60) == ["c1"]
-    assert (
-        refresh("c1", claim_deadline(now, 60))
-        == "auth_failed"
-    )
+    assert refresh("c1", claim_deadline(now, 60)) == "auth_failed"
 
     assert control.token_record()["summary"]["redemptions"] == 0
     assert Connection.objects.get(pk="c1").disabled_reason == "auth_failed"

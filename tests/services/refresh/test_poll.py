@@ -68,9 +68,7 @@ def test_it_drops_the_outcome_when_the_claim_was_taken_over(
     assert Connection.objects.get(pk="c1").claimed_until == other
 
 
-def test_it_does_nothing_without_the_claim(
-    upstream: FakeUpstream, control: FakeUpstreamControl
-) -> None:
+def test_it_does_nothing_without_the_claim(upstream: FakeUpstream, control: FakeUpstreamControl) -> None:
     make_connection(upstream, "c1")
 
     assert refresh("c1", timezone.now()) == "claim_lost"
