@@ -233,14 +233,7 @@ def delivery_attempt(*, delivery_pk: int, owner: str, now: datetime, lease_s: fl
     try:
         if not channel.enabled and delivery.event != "test":
             raise DeliveryError(f"channel {channel.name!r} is disabled", transient=False)
-        target = Target(
-            kind=channel.kind,
-            name=channel.name,
-            url=channel.url,
-            secret=channel.secret,
-            email_to=channel.email_to,
-        )
-        send(target, delivery.payload, now=now)
+        send(_target(channel, channel.secret), delivery.payload, now=now)
     except DeliveryError as exc:
         error, transient, asked_s = str(exc), exc.transient, exc.retry_after_s
     except Exception as exc:  # a sender's bug or a soft time limit: worth another try, recorded
@@ -284,7 +277,11 @@ def _without_secrets(text: str, channel: m.AlertChannel) -> str:
         secret = channel.secret
     except Exception:  # the very fault may be a secret that no longer decrypts
         secret = ""
-    return scrub(text, Target(kind=channel.kind, name=channel.name, url=channel.url, secret=secret))
+    return scrub(text, _target(channel, secret))
+
+
+def _target(row: m.AlertChannel, secret: str) -> Target:
+    return Target(kind=row.kind, name=row.name, url=row.url, secret=secret, email_to=row.email_to)
 
 
 # --- the sweep -----------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import hashlib
 import logging
 from collections import Counter
 from datetime import datetime
-from typing import Any, cast
+from typing import cast
 
 import redis
 from django.conf import settings
@@ -93,13 +93,7 @@ def escalation_observe(*, resolution: Resolution, now: datetime) -> EscalationEv
 def _swap(auto_id: str, rung: Rung | None, counter_field: str) -> str | None:
     """The auto id's previous outcome from Redis (None: none there, or Redis is away)."""
     recheck_s = max(1, int(settings.LADDER_ESCALATION_RECHECK_S))
-    keys_and_args: list[Any] = [
-        last_outcome_key(auto_id),
-        resolutions_key(),
-        _code(rung),
-        recheck_s,
-        counter_field,
-    ]
+    keys_and_args = (last_outcome_key(auto_id), resolutions_key(), _code(rung), recheck_s, counter_field)
     previous = None
     with tolerated():
         client = redis_client()

@@ -90,7 +90,6 @@ def failure_record(
     model: str | None,
     observed_at: datetime,
     now: datetime,
-    source: str = "gateway",
 ) -> FailureOutcome:
     """Classify, act on and store one upstream failure. Connection.DoesNotExist for an unknown id."""
     connection = m.Connection.objects.get(pk=connection_id)
@@ -180,7 +179,7 @@ def failure_record(
             cooldown_until=cooldown_until,
             retry_after_s=failure.retry_after_s,
             detail=failure.detail[:MAX_DETAIL],
-            source=source,
+            source="gateway",
             observed_at=observed_at,
         )
         if failure.classification == "auth_failed" and changed:

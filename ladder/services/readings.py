@@ -345,13 +345,9 @@ def _previous_latches(reading_ids: list[int]) -> dict[str, bool]:
     if not reading_ids:
         return {}
     rank = {rid: index for index, rid in enumerate(reading_ids)}
-    best: dict[str, tuple[int, bool]] = {}
-    for rid, name, latched in QuotaWindow.objects.filter(reading_id__in=reading_ids).values_list(
-        "reading_id", "name", "latched"
-    ):
-        if name not in best or rank[rid] < best[name][0]:
-            best[name] = (rank[rid], latched)
-    return {name: latched for name, (_, latched) in best.items()}
+    rows = QuotaWindow.objects.filter(reading_id__in=reading_ids).values_list("reading_id", "name", "latched")
+    # The oldest first, so that the newest reading that has a window sets its latch.
+    return {name: latched for _, name, latched in sorted(rows, key=lambda row: -rank[row[0]])}
 
 
 def above_floor(reading: Reading, limits: Thresholds) -> bool:

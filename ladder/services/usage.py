@@ -202,10 +202,8 @@ def _dedupe(events: Sequence[UsageInput]) -> list[UsageInput]:
     """One input per request_id; the same id twice in one report must carry the same payload."""
     first: dict[str, UsageInput] = {}
     for event in events:
-        seen = first.get(event.request_id)
-        if seen is None:
-            first[event.request_id] = event
-        elif seen.payload_hash != event.payload_hash:
+        seen = first.setdefault(event.request_id, event)
+        if seen is not event and seen.payload_hash != event.payload_hash:
             raise UsageConflict(event.field("request_id"), event.request_id)
     return list(first.values())
 

@@ -183,9 +183,8 @@ def _fetch_and_write(
             write()
     finally:
         stop.set()
-        counts[RELEASED] += _release_unpolled(work, claim_until=claim_until)
-        if not counts[RELEASED]:
-            del counts[RELEASED]
+        if released := _release_unpolled(work, claim_until=claim_until):
+            counts[RELEASED] = released
     return counts
 
 
