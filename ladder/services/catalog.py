@@ -24,8 +24,7 @@ def _text(value: object) -> str:
 
 
 def _clean_values(values: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(values) - set(EDITABLE_FIELDS))
-    if unknown:
+    if unknown := sorted(set(values) - set(EDITABLE_FIELDS)):
         raise ValidationError(
             {name: f"not editable here; editable: {', '.join(EDITABLE_FIELDS)}" for name in unknown}
         )

@@ -101,7 +101,7 @@ def credential_refresh(
     )
     won = owned.exclude(refresh_ciphertext="").filter(_claimable(now)).update(refresh_claimed_until=until)
     if won != 1:
-        return _lost_claim(connection_id, now=now, wait_s=wait_s, force=force, stale=stale_access_token)
+        return _lost_claim(connection_id, wait_s=wait_s, force=force, stale=stale_access_token)
     try:
         return _refresh_claimed(
             connection_id, client=client, now=now, until=until, force=force, stale=stale_access_token
@@ -115,9 +115,7 @@ def credential_refresh(
             )
 
 
-def _lost_claim(
-    connection_id: str, *, now: datetime, wait_s: float | None, force: bool, stale: str | None
-) -> RefreshResult:
+def _lost_claim(connection_id: str, *, wait_s: float | None, force: bool, stale: str | None) -> RefreshResult:
     """Someone else holds the refresh (or nothing can be refreshed): wait for the holder, re-read."""
     row = Connection.objects.filter(pk=connection_id).first()
     if row is None or row.credential_owner != "ladder":
@@ -127,10 +125,7 @@ def _lost_claim(
     if not row.refresh_ciphertext:
         return RefreshResult(NO_REFRESH_TOKEN, row.credential_expires_at)
     deadline = time.monotonic() + (float(settings.LADDER_CREDENTIAL_WAIT_S) if wait_s is None else wait_s)
-    while True:
-        held = row.refresh_claimed_until is not None and row.refresh_claimed_until >= timezone.now()
-        if not held:
-            break
+    while row.refresh_claimed_until is not None and row.refresh_claimed_until >= timezone.now():
         if time.monotonic() >= deadline:
             return RefreshResult(IN_PROGRESS, row.credential_expires_at)
         time.sleep(0.02)

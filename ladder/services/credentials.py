@@ -113,8 +113,7 @@ def credential_apply(*, connection: Connection, credential: Credential, owner: s
     ``auth_failed`` and ``needs_reauth`` (DESIGN L7). The caller saves and bumps the state version.
     Raises ValidationError (field ``credential_owner``) for an owner that cannot hold it."""
     kind = connection_kind(connection)
-    problem = credential_owner_problem(kind, owner, credential)
-    if problem:
+    if problem := credential_owner_problem(kind, owner, credential):
         raise ValidationError({"credential_owner": problem})
     for name, value in credential_columns(connection, credential, owner=owner, now=now).items():
         setattr(connection, name, value)

@@ -56,8 +56,7 @@ def bump_live_version(connection_ids: Collection[str]) -> int:
 
 def configuration_update(**fields: Any) -> LadderConfiguration:
     """Set configuration fields (DESIGN §3 names); ValidationError names every bad field."""
-    unknown = sorted(set(fields) - set(CONFIG_FIELDS))
-    if unknown:
+    if unknown := sorted(set(fields) - set(CONFIG_FIELDS)):
         raise ValidationError(
             {name: f"unknown setting; accepted: {', '.join(CONFIG_FIELDS)}" for name in unknown}
         )
@@ -86,10 +85,8 @@ def connection_set_credential(*, connection_id: str, credential: str | None) -> 
 
     ValidationError (field "credential") for a credential with control characters or surrounding
     whitespace: it could not be sent, and an HTTP library would quote it in its error."""
-    if credential:
-        problem = credential_problem(credential)
-        if problem:
-            raise ValidationError({"credential": problem})
+    if credential and (problem := credential_problem(credential)):
+        raise ValidationError({"credential": problem})
     with transaction.atomic():
         connection = Connection.objects.select_for_update().get(pk=connection_id)
         connection.replace_credential(credential)

@@ -78,8 +78,7 @@ def gateway_token_create(
             {"scopes": "a gateway token needs at least one scope: resolve, report, credentials"}
         )
     ids = list(dict.fromkeys(connection_ids))
-    message = connection_ids_errors(ids)
-    if message:
+    if message := connection_ids_errors(ids):
         raise ValidationError({"connection_ids": message})
     token = GatewayToken(
         name=name,

@@ -97,8 +97,7 @@ def connections_refresh_many(
         return summary
     config = configuration_get().to_domain()
     to_fetch = interleave_by_provider([job for job in jobs if not job.skip_reason])
-    skipped = [job for job in jobs if job.skip_reason]
-    if skipped:
+    if skipped := [job for job in jobs if job.skip_reason]:
         now = timezone.now()
         summary.outcomes.update(
             outcomes_write([Outcome(job, now) for job in skipped], claim_until=claim_until, config=config)
