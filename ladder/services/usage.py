@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 
@@ -29,15 +29,7 @@ from ladder.domain.billing import classify_billing
 from ladder.domain.budgets import BUDGET_RUNG_NAMES, RungBudget, period_bounds, rung_budgets
 from ladder.domain.tiers import rung_for
 from ladder.domain.timefmt import format_utc_or_none
-from ladder.domain.types import (
-    BudgetPeriod,
-    CatalogEntry,
-    Connection,
-    LadderConfig,
-    ModelEntry,
-    Rung,
-    Snapshot,
-)
+from ladder.domain.types import BudgetPeriod, LadderConfig, Rung, Snapshot
 from ladder.domain.windows import FUTURE_TOLERANCE_S
 from ladder.selectors.snapshot import (
     CONNECTION_FIELDS,
@@ -240,9 +232,9 @@ def _record_once(
     rows: list[m.UsageEvent] = []
     budgets: dict[Rung, RungBudget] | None = None
     if fresh:
-        inputs = _pricing_inputs(fresh, snapshot)
-        config = inputs.config
-        rows = _price(fresh, now, token, inputs)
+        pricing = _pricing_snapshot(fresh, snapshot)
+        config = pricing.config
+        rows = _price(fresh, now, token, pricing)
         with transaction.atomic():
             if token is not None and token.spend_ceiling_usd is not None:
                 _check_token_ceiling(
@@ -295,41 +287,26 @@ def _check_token_ceiling(
             )
 
 
-@dataclass(frozen=True)
-class _PricingInputs:
-    config: LadderConfig
-    catalog: Mapping[tuple[str, str | None], CatalogEntry]
-    models: Mapping[tuple[str, str], ModelEntry]
-    connections: Mapping[str, Connection]  # the events' connections that exist
-
-
-def _pricing_inputs(events: list[UsageInput], snapshot: Snapshot | None) -> _PricingInputs:
-    """What pricing reads: from the snapshot when given, and the events' connections that it does not
-    hold (or all of the inputs, without one) from the database."""
-    wanted = {event.connection_id for event in events}
-    connections: dict[str, Connection] = {}
+def _pricing_snapshot(events: list[UsageInput], snapshot: Snapshot | None) -> Snapshot:
+    """What pricing reads: the snapshot given, else one of the configuration and catalogs read from the
+    database; holding every event's connection that exists (those it lacks are read from the database)."""
     if snapshot is None:
-        config = configuration_get().to_domain()
-        catalog: Mapping[tuple[str, str | None], CatalogEntry] = {
-            (e.provider, e.auth_type): e for e in catalog_entries()
-        }
-        models: Mapping[tuple[str, str], ModelEntry] = {(e.provider, e.model): e for e in model_entries()}
-    else:
-        config, catalog, models = snapshot.config, snapshot.catalog_by_key, snapshot.models_by_key
-        held = snapshot.connections_by_id
-        connections = {cid: held[cid] for cid in wanted if cid in held}
-    if missing := wanted - connections.keys():
+        snapshot = Snapshot(
+            config=configuration_get().to_domain(), billing_catalog=catalog_entries(), models=model_entries()
+        )
+    if missing := {event.connection_id for event in events} - snapshot.connections_by_id.keys():
         # Billing reads no reading: the connection's fixed fields are enough.
-        for values in m.Connection.objects.filter(pk__in=missing).values_list(*CONNECTION_FIELDS):
-            connections[values[0]] = connection_from_values(values, None, config=config)
-    return _PricingInputs(config=config, catalog=catalog, models=models, connections=connections)
+        rows = m.Connection.objects.filter(pk__in=missing).values_list(*CONNECTION_FIELDS)
+        found = tuple(connection_from_values(values, None, config=snapshot.config) for values in rows)
+        snapshot = replace(snapshot, connections=(*snapshot.connections, *found))
+    return snapshot
 
 
 def _price(
-    events: list[UsageInput], now: datetime, token: GatewayTokenGrant | None, inputs: _PricingInputs
+    events: list[UsageInput], now: datetime, token: GatewayTokenGrant | None, snapshot: Snapshot
 ) -> list[m.UsageEvent]:
     """The rows to insert: rung, budget rung and cost of each event. UsageInvalid names the field."""
-    config, catalog, models = inputs.config, inputs.catalog, inputs.models
+    config, catalog, models = snapshot.config, snapshot.catalog_by_key, snapshot.models_by_key
     max_event_cost = Decimal(str(config.max_event_cost_usd))
     rows = []
     for event in events:
@@ -339,7 +316,7 @@ def _price(
                 "is more than 300 s in the future; events from the future are refused",
                 code="future_event",
             )
-        connection = inputs.connections.get(event.connection_id)
+        connection = snapshot.connections_by_id.get(event.connection_id)
         if connection is None:
             raise UsageInvalid(
                 event.field("connection_id"),
