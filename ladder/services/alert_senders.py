@@ -238,11 +238,8 @@ def send_email(target: Target, payload: Mapping[str, Any]) -> None:
             f"SMTP refused every recipient ({codes})", transient=all(c < 500 for c in codes)
         ) from None
     except smtplib.SMTPResponseException as exc:
-        words = (
-            exc.smtp_error.decode(errors="replace")
-            if isinstance(exc.smtp_error, bytes)
-            else str(exc.smtp_error)
-        )
+        said = exc.smtp_error
+        words = said.decode(errors="replace") if isinstance(said, bytes) else str(said)
         raise DeliveryError(
             f"SMTP {exc.smtp_code}: {words[:RESPONSE_SNIPPET_CHARS]}", transient=exc.smtp_code < 500
         ) from None

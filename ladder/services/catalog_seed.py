@@ -106,10 +106,6 @@ def fingerprint(values: Mapping[str, Any], fields: tuple[str, ...]) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def row_fingerprint(row: models.Model, fields: tuple[str, ...]) -> str:
-    return fingerprint({name: getattr(row, name) for name in fields}, fields)
-
-
 def catalog_seed_load(*, force: bool = False, registry: Apps | None = None) -> tuple[SeedReport, SeedReport]:
     """Load both seeds in one transaction; returns (billing report, model report)."""
     registry = registry or django_apps
@@ -156,7 +152,7 @@ def upsert_seed(
             model._default_manager.create(**row, seed_fingerprint=seed_fp)
             report.added.append(name)
             continue
-        current_fp = row_fingerprint(obj, fields)
+        current_fp = fingerprint({name: getattr(obj, name) for name in fields}, fields)
         if current_fp == seed_fp:
             if obj.seed_fingerprint not in ("", seed_fp):  # type: ignore[attr-defined]
                 # An operator's edit that the new seed now agrees with: it is seed data again.

@@ -63,27 +63,22 @@ def jobs_load(connection_ids: Sequence[str], *, claim_until: datetime) -> list[R
             pk__in=list(connection_ids[start : start + CLAIM_CHUNK]), claimed_until=claim_until
         )
     }
-    jobs: list[RefreshJob] = []
-    for cid in connection_ids:
-        row = rows.get(cid)
-        if row is None:
-            continue
-        adapter = get_adapter(row.provider, row.auth_type)
-        ref, skip_reason = _ref_or_skip_reason(row, adapter)
-        floor_s = connection_poll_floor_s(row.provider, row.min_poll_interval_s)
-        jobs.append(
-            RefreshJob(
-                cid,
-                row.provider,
-                row.poll_backoff_level,
-                adapter=adapter,
-                min_poll_interval_s=floor_s,
-                ref=ref,
-                skip_reason=skip_reason,
-                credential_owner=row.credential_owner,
-            )
-        )
-    return jobs
+    return [_job(rows[cid]) for cid in connection_ids if cid in rows]
+
+
+def _job(row: Connection) -> RefreshJob:
+    adapter = get_adapter(row.provider, row.auth_type)
+    ref, skip_reason = _ref_or_skip_reason(row, adapter)
+    return RefreshJob(
+        row.id,
+        row.provider,
+        row.poll_backoff_level,
+        adapter=adapter,
+        min_poll_interval_s=connection_poll_floor_s(row.provider, row.min_poll_interval_s),
+        ref=ref,
+        skip_reason=skip_reason,
+        credential_owner=row.credential_owner,
+    )
 
 
 def _ref_or_skip_reason(row: Connection, adapter: ProviderAdapter | None) -> tuple[ConnectionRef | None, str]:
