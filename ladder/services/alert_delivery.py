@@ -101,25 +101,15 @@ def enqueue_deliveries(*, episode: m.AlertEpisode, event: str, now: datetime) ->
 
 def enqueue_test(*, channel: m.AlertChannel, now: datetime) -> m.AlertDelivery:
     """A test notification to ``channel`` (event "test", no episode), queued on commit."""
-    delivery_id = uuid.uuid4()
-    payload = AlertNotification(
-        delivery_id=str(delivery_id),
+    delivery = _delivery_create(
+        channel=channel,
         event="test",
+        now=now,
         rule=None,
         subject="test",
         summary=f"A test notification from OmniRoute Ladder to the channel {channel.name!r}.",
         detail={"channel": channel.name, "kind": channel.kind},
         opened_at=format_utc(now),
-        link=dashboard_link(),
-        channel=channel.name,
-    )
-    delivery = m.AlertDelivery.objects.create(
-        delivery_id=delivery_id,
-        episode=None,
-        channel=channel,
-        event="test",
-        payload=msgspec.to_builtins(payload),
-        created_at=now,
     )
     transaction.on_commit(partial(deliveries_queue, [delivery.pk]))
     return delivery
@@ -131,41 +121,46 @@ def _delivery_get_or_create(
     found = m.AlertDelivery.objects.filter(episode=episode, channel=channel, event=event).first()
     if found is not None:
         return found, False
-    delivery_id = uuid.uuid4()
-    payload = notification_payload(episode=episode, channel=channel, event=event, delivery_id=delivery_id)
+    rule = episode.rule
     try:
         with transaction.atomic():
-            delivery = m.AlertDelivery.objects.create(
-                delivery_id=delivery_id,
-                episode=episode,
+            delivery = _delivery_create(
                 channel=channel,
                 event=event,
-                payload=payload,
-                created_at=now,
+                now=now,
+                episode=episode,
+                rule=AlertRuleRef(name=rule.name, kind=rule.kind),
+                subject=episode.subject,
+                summary=episode.summary,
+                detail=dict(episode.detail or {}),
+                opened_at=format_utc(episode.opened_at),
+                closed_at=format_utc_or_none(episode.closed_at) if event == "recovered" else None,
             )
     except IntegrityError:  # another process created it between the read and the insert
         return m.AlertDelivery.objects.get(episode=episode, channel=channel, event=event), False
     return delivery, True
 
 
-def notification_payload(
-    *, episode: m.AlertEpisode, channel: m.AlertChannel, event: str, delivery_id: uuid.UUID
-) -> dict[str, Any]:
-    rule = episode.rule
+def _delivery_create(
+    *, channel: m.AlertChannel, event: str, now: datetime, episode: m.AlertEpisode | None = None, **words: Any
+) -> m.AlertDelivery:
+    """A delivery row and its notification, built once (``words``: the notification's own fields)."""
+    delivery_id = uuid.uuid4()
     notification = AlertNotification(
         delivery_id=str(delivery_id),
         event=event,  # type: ignore[arg-type]  # checked by the callers
-        rule=AlertRuleRef(name=rule.name, kind=rule.kind),
-        subject=episode.subject,
-        summary=episode.summary,
-        detail=dict(episode.detail or {}),
-        opened_at=format_utc(episode.opened_at),
-        closed_at=format_utc_or_none(episode.closed_at) if event == "recovered" else None,
         link=dashboard_link(),
         channel=channel.name,
+        **words,
     )
-    built: dict[str, Any] = msgspec.to_builtins(notification)
-    return built
+    return m.AlertDelivery.objects.create(
+        delivery_id=delivery_id,
+        episode=episode,
+        channel=channel,
+        event=event,
+        payload=msgspec.to_builtins(notification),
+        created_at=now,
+    )
 
 
 def dashboard_link() -> str | None:

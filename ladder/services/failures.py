@@ -69,7 +69,7 @@ def failure_classify(
     Without an adapter only an authentication refusal is recognised."""
     adapter = get_adapter(connection.provider, connection.auth_type)
     if adapter is None:
-        classification = "auth_failed" if status in (401, 403) else "upstream_error"
+        classification: FailureClass = "auth_failed" if status in (401, 403) else "upstream_error"
         return Failure(classification, detail=f"HTTP {status} (no adapter for {connection.provider})"), False
     try:
         failure = adapter.classify_failure(status, headers, body, observed_at)
