@@ -44,14 +44,10 @@ class RefreshSummary:
     outcomes: Counter[str] = field(default_factory=Counter)
     elapsed_s: float = 0.0
 
-    @property
-    def readings(self) -> int:
-        return self.outcomes[OK] + self.outcomes[UNVERIFIABLE]
-
     def as_dict(self) -> dict[str, Any]:
         return {
             "claimed": self.claimed,
-            "readings": self.readings,
+            "readings": self.outcomes[OK] + self.outcomes[UNVERIFIABLE],
             "outcomes": dict(self.outcomes),
             "elapsed_s": round(self.elapsed_s, 3),
         }
@@ -90,9 +86,8 @@ def connections_refresh_many(
     ``deadline_s`` no new poll starts; the claims of connections not polled yet are released.
     """
     started = time.monotonic()
-    summary = RefreshSummary()
     jobs = jobs_load(list(connection_ids), claim_until=claim_until)
-    summary.claimed = len(jobs)
+    summary = RefreshSummary(claimed=len(jobs))
     if not jobs:
         return summary
     config = configuration_get().to_domain()
