@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import Counter
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -30,15 +30,11 @@ IMPORTED_CONNECTION_FIELDS = [*CONNECTION_FIELDS[1:], "position", "updated_at"] 
 COPIED_CONNECTION_FIELDS = [f for f in CONNECTION_FIELDS[1:] if f not in ("models", "min_poll_interval_s")]
 
 
-@dataclass
-class ImportSummary:
-    counts: dict[str, int] = field(default_factory=dict)
-
-    def add(self, what: str, n: int = 1) -> None:
-        self.counts[what] = self.counts.get(what, 0) + n
+class ImportSummary(Counter[str]):
+    """What was imported: a count per kind of row."""
 
     def line(self) -> str:
-        return ", ".join(f"{k}: {v}" for k, v in sorted(self.counts.items())) or "nothing to import"
+        return ", ".join(f"{k}: {v}" for k, v in sorted(self.items())) or "nothing to import"
 
 
 def _price(value: float | None) -> Decimal | None:
@@ -83,7 +79,7 @@ def state_import(*, data: Any, replace: bool = False) -> ImportSummary:
                 setattr(configuration, name, value)
             _full_clean(configuration, "config")
             configuration.save()
-            summary.add("config")
+            summary["config"] += 1
 
         catalog_keys = set()
         for index, entry in enumerate(snapshot.billing_catalog):
@@ -94,7 +90,7 @@ def state_import(*, data: Any, replace: bool = False) -> ImportSummary:
             _full_clean(row, f"billing_catalog[{index}]", exclude_unique=True)
             row.save()
             catalog_keys.add(row.pk)
-            summary.add("billing_catalog")
+            summary["billing_catalog"] += 1
 
         model_keys = set()
         for index, model in enumerate(snapshot.models):
@@ -109,7 +105,7 @@ def state_import(*, data: Any, replace: bool = False) -> ImportSummary:
             _full_clean(model_row, f"models[{index}]", exclude_unique=True)
             model_row.save()
             model_keys.add(model_row.pk)
-            summary.add("models")
+            summary["models"] += 1
 
         # STATE.md: a file's poll_interval_s is an effective interval, slower than refresh_interval_s;
         # the database keeps only a minimum that is (else the API would judge freshness otherwise).
@@ -136,10 +132,10 @@ def state_import(*, data: Any, replace: bool = False) -> ImportSummary:
             else:  # never the credential's columns: a refresh may rotate them meanwhile (issue 17)
                 conn_row.save(update_fields=IMPORTED_CONNECTION_FIELDS)
             connection_ids.add(conn_row.pk)
-            summary.add("connections")
+            summary["connections"] += 1
             if connection.reading is not None:
                 _reading_store(conn_row, connection.reading)
-                summary.add("readings")
+                summary["readings"] += 1
             elif replace:
                 m.QuotaReading.objects.filter(connection=conn_row).delete()
 
@@ -159,15 +155,14 @@ def state_import(*, data: Any, replace: bool = False) -> ImportSummary:
                         "occurred_at": state.now,
                     },
                 )
-                summary.add("spend events")
+                summary["spend events"] += 1
 
         if replace:
-            summary.add(
-                "deleted catalog rows", m.BillingCatalogEntry.objects.exclude(pk__in=catalog_keys).delete()[0]
-            )
-            summary.add("deleted models", m.ModelCatalogEntry.objects.exclude(pk__in=model_keys).delete()[0])
+            unlisted = m.BillingCatalogEntry.objects.exclude(pk__in=catalog_keys)
+            summary["deleted catalog rows"] = unlisted.delete()[0]
+            summary["deleted models"] = m.ModelCatalogEntry.objects.exclude(pk__in=model_keys).delete()[0]
             deleted = m.Connection.objects.exclude(pk__in=connection_ids)
-            summary.add("deleted connections", deleted.count())
+            summary["deleted connections"] = deleted.count()
             deleted.delete()
         bump_state_version()
     return summary

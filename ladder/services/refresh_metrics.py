@@ -17,15 +17,12 @@ figures of that batch are lost, never the refresh.
 from __future__ import annotations
 
 import bisect
-import logging
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ladder.selectors.hotstate import DURATION_BUCKETS_S, redis_client, refresh_metrics_key
 from ladder.services.hotstate import tolerated
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

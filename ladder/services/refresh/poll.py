@@ -188,6 +188,4 @@ def _reauth(outcome: Outcome, *, claim_until: datetime, client: httpx.Client) ->
     if result.outcome not in RENEWED:
         return outcome  # nothing to refresh with (failed, no refresh token, not ours): the 401 stands
     jobs = jobs_load([job.connection_id], claim_until=claim_until)
-    if not jobs:
-        return outcome
-    return job_fetch(jobs[0], client)  # the verifying poll
+    return job_fetch(jobs[0], client) if jobs else outcome  # the verifying poll, while the claim holds
