@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from ladder.domain.alerts import Condition, Decision, Episode, decide_for_rules
 from ladder.models import AlertEpisode, AlertRule
@@ -49,9 +48,8 @@ def alerts_plan(*, now: datetime) -> Decision:
     return decide_for_rules(rules, inputs, alert_episodes_unrecovered(), now=now)
 
 
-def alerts_evaluate(*, now: datetime | None = None) -> AlertsOutcome:
+def alerts_evaluate(*, now: datetime) -> AlertsOutcome:
     """Evaluate every enabled rule now and apply the decision."""
-    now = now or timezone.now()
     return alerts_apply(alerts_plan(now=now), now=now)
 
 

@@ -77,7 +77,7 @@ class StoredReading:
     next_refresh_at: datetime | None
 
 
-def reading_record(*, connection_id: str, reading: Reading, now: datetime | None = None) -> StoredReading:
+def reading_record(*, connection_id: str, reading: Reading, now: datetime) -> StoredReading:
     """Store a reading of a connection and everything that follows from it, in one transaction.
 
     - Refuses (ValidationError naming the field) a reading whose ``fetched_at`` lies more than 300 s
@@ -93,7 +93,6 @@ def reading_record(*, connection_id: str, reading: Reading, now: datetime | None
 
     Connection.DoesNotExist when the connection is unknown.
     """
-    now = now or timezone.now()
     with transaction.atomic():
         stored = reading_store(
             connection_id=connection_id,
