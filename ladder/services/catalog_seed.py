@@ -109,11 +109,9 @@ def fingerprint(values: Mapping[str, Any], fields: tuple[str, ...]) -> str:
 def catalog_seed_load(*, force: bool = False, registry: Apps | None = None) -> tuple[SeedReport, SeedReport]:
     """Load both seeds in one transaction; returns (billing report, model report)."""
     registry = registry or django_apps
-    billing_model = registry.get_model("ladder", "BillingCatalogEntry")
-    model_model = registry.get_model("ladder", "ModelCatalogEntry")
     with transaction.atomic():
         billing = upsert_seed(
-            model=billing_model,
+            model=registry.get_model("ladder", "BillingCatalogEntry"),
             rows=billing_seed_rows(),
             key_fields=("provider", "auth_type"),
             fields=BILLING_FIELDS,
@@ -123,7 +121,7 @@ def catalog_seed_load(*, force: bool = False, registry: Apps | None = None) -> t
             force=force,
         )
         catalog = upsert_seed(
-            model=model_model,
+            model=registry.get_model("ladder", "ModelCatalogEntry"),
             rows=model_seed_rows(),
             key_fields=("provider", "model"),
             fields=MODEL_FIELDS,
@@ -152,7 +150,7 @@ def upsert_seed(
             model._default_manager.create(**row, seed_fingerprint=seed_fp)
             report.added.append(name)
             continue
-        current_fp = fingerprint({name: getattr(obj, name) for name in fields}, fields)
+        current_fp = fingerprint({key: getattr(obj, key) for key in fields}, fields)
         if current_fp == seed_fp:
             if obj.seed_fingerprint not in ("", seed_fp):  # type: ignore[attr-defined]
                 # An operator's edit that the new seed now agrees with: it is seed data again.

@@ -156,13 +156,9 @@ def failure_record(
         if cooldown_until is not None:
             if locked.cooldown_until is not None and locked.cooldown_until > cooldown_until:
                 cooldown_until = locked.cooldown_until  # the longer of the running and the new one
-            if (
-                failure.classification == "quota_exhausted"
-                and reset_at is not None
-                and reset_at > observed_at
-                and cooldown_until > reset_at
-            ):
-                cooldown_until = reset_at  # then clamped: never later than the upstream reset (L7)
+            # Then clamped: never later than the upstream reset (L7).
+            if failure.classification == "quota_exhausted" and reset_at and reset_at > observed_at:
+                cooldown_until = min(cooldown_until, reset_at)
             locked.cooldown_until = cooldown_until
         if changed:
             locked.save(

@@ -17,7 +17,7 @@ figures of that batch are lost, never the refresh.
 from __future__ import annotations
 
 import bisect
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -35,15 +35,14 @@ class PollRecord:
 def refresh_metrics_record(records: Iterable[PollRecord]) -> bool:
     """Add these polls to the shared figures. False (logged) when Redis is away; never raises."""
     counts: Counter[str] = Counter()
-    seconds: dict[str, float] = {}
+    seconds: defaultdict[str, float] = defaultdict(float)
     for record in records:
         counts[f"polls|{record.provider}|{record.outcome}"] += 1
         if record.duration_s is not None:
             duration_s = max(0.0, record.duration_s)
             counts[f"bucket|{record.provider}|{bisect.bisect_left(DURATION_BUCKETS_S, duration_s)}"] += 1
             counts[f"count|{record.provider}"] += 1
-            name = f"sum|{record.provider}"
-            seconds[name] = seconds.get(name, 0.0) + duration_s
+            seconds[f"sum|{record.provider}"] += duration_s
     if not counts:
         return True
     key = refresh_metrics_key()
