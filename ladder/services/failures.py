@@ -39,7 +39,7 @@ from ladder.security.crypto import CredentialDecryptionError
 from ladder.security.logredact import strip_secrets
 from ladder.selectors.snapshot import readings_latest
 from ladder.services.credential_refresh import credential_refresh_after_401
-from ladder.services.readings import log_reset_clamps, reading_record
+from ladder.services.readings import WINDOW_NAME_MAX, log_reset_clamps, reading_record
 from ladder.services.refresh.on_demand import refresh_request
 from ladder.services.state import bump_live_version, bump_state_version
 
@@ -47,7 +47,6 @@ logger = logging.getLogger(__name__)
 
 MAX_BACKOFF_LEVEL = 30  # far past the 7-day cap; keeps the column small
 TRANSIENT_WINDOW = timedelta(seconds=300)
-MAX_WINDOW_NAME = 64
 MAX_DETAIL = 2000
 
 
@@ -100,7 +99,7 @@ def failure_record(
     failure, clamps = clamp_failure_resets(failure, observed_at)
     log_reset_clamps(connection_id, clamps, source="failure")
     spent = tuple(
-        dict.fromkeys(SpentWindow(w.name[:MAX_WINDOW_NAME], w.reset_at) for w in failure.spent_windows())
+        dict.fromkeys(SpentWindow(w.name[:WINDOW_NAME_MAX], w.reset_at) for w in failure.spent_windows())
     )
     with transaction.atomic():
         locked = m.Connection.objects.select_for_update().get(pk=connection_id)

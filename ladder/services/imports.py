@@ -20,10 +20,9 @@ from ladder.domain.types import Reading
 from ladder.domain.windows import FUTURE_TOLERANCE_S
 from ladder.selectors.snapshot import CONNECTION_FIELDS
 from ladder.services.catalog_seed import BILLING_FIELDS
-from ladder.services.readings import reading_rows_create
+from ladder.services.readings import WINDOW_NAME_MAX, reading_rows_create
 from ladder.services.state import bump_state_version
 
-WINDOW_NAME_MAX = m.QuotaWindow._meta.get_field("name").max_length or 64
 # What a state file sets on an existing connection; its credential stays as it is in the database.
 IMPORTED_CONNECTION_FIELDS = [*CONNECTION_FIELDS[1:], "position", "updated_at"]  # all but the id
 # The columns named and typed as in the file (all but the id, the models list and the poll interval).

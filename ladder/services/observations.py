@@ -38,8 +38,7 @@ def observation_record(
         return None
     latest = readings_latest(connection_ids=[connection_id]).get(connection_id)
     merged = reading_merge(latest, replace(reading, source="headers"))
-    stored = reading_record(connection_id=connection_id, reading=merged, now=now)
-    return stored.reading
+    return reading_record(connection_id=connection_id, reading=merged, now=now).reading
 
 
 def reading_merge(previous: Reading | None, headers: Reading) -> Reading:

@@ -55,7 +55,7 @@ from ladder.services.state import bump_live_version
 LATCH_LOOKBACK_READINGS = 5
 # Poll this long after a window's reset, so that the upstream has rolled over.
 RESET_GRACE_S = 1.0
-WINDOW_NAME_MAX = 64
+WINDOW_NAME_MAX = 64  # QuotaWindow.name's width
 STORED_OVERAGES = ("meters-to-paid", "hard-stop")
 
 logger = logging.getLogger(__name__)
