@@ -64,11 +64,6 @@ def last_outcome_key(auto_id: str) -> str:
     return f"{redis_key_prefix()}:escalation:{auto_id}"
 
 
-def resolutions_field(grouping: str, rung: Rung | None) -> str:
-    """``<grouping>:<rung label or "empty">``: the labels of ``ladder_resolutions_total``."""
-    return f"{grouping}:{'empty' if rung is None else rung.label}"
-
-
 def first_rung(resolution: Resolution) -> Rung | None:
     return resolution.pool[0].rung if resolution.pool else None
 
@@ -81,7 +76,9 @@ def escalation_observe(*, resolution: Resolution, now: datetime) -> EscalationEv
     """Count a gateway resolution and log it when its first rung changed. Never raises."""
     try:
         rung = first_rung(resolution)
-        previous = _swap(resolution.model, rung, resolutions_field(resolution.grouping, rung))
+        # The counter's field, "<grouping>:<rung label or empty>": ladder_resolutions_total's labels.
+        counter_field = f"{resolution.grouping}:{'empty' if rung is None else rung.label}"
+        previous = _swap(resolution.model, rung, counter_field)
         if previous == _code(rung):
             return None
         return escalation_compare(auto_id=resolution.model, resolution=resolution, now=now)

@@ -29,11 +29,6 @@ from ladder.domain.types import BUDGET_PERIODS, BudgetPeriod
 SpendChange = tuple[str, datetime, Decimal]  # (budget rung, occurred_at, USD to add: negative removes)
 
 
-def spend_periods(occurred_at: datetime) -> list[tuple[BudgetPeriod, datetime]]:
-    """The budget periods (one of each kind) that an event at this moment counts toward."""
-    return [(period, period_bounds(occurred_at, period)[0]) for period in BUDGET_PERIODS]
-
-
 def spend_add(*, costs: Iterable[SpendChange]) -> None:
     """Add events' budget costs to the counters of their day and their month.
 
@@ -41,8 +36,8 @@ def spend_add(*, costs: Iterable[SpendChange]) -> None:
     that two reports touching the same counters never wait on each other in a cycle."""
     totals: dict[tuple[BudgetPeriod, datetime, str], Decimal] = defaultdict(Decimal)
     for rung, occurred_at, cost in costs:
-        for period, start in spend_periods(occurred_at):
-            totals[(period, start, rung)] += cost
+        for period in BUDGET_PERIODS:  # the event counts toward one period of each kind
+            totals[(period, period_bounds(occurred_at, period)[0], rung)] += cost
     for (period, start, rung), amount in sorted(totals.items()):
         if not amount:
             continue
