@@ -71,7 +71,6 @@ class StoredReading:
     false when a newer reading was already stored (the reading then only joins the history)."""
 
     id: int
-    connection_id: str
     reading: Reading
     is_latest: bool
     next_refresh_at: datetime | None
@@ -238,7 +237,7 @@ def reading_store(
     row_id = reading_rows_create(connection_id, stored)
     if is_latest and live is not None:
         live.append(connection_id)
-    return StoredReading(row_id, connection_id, stored, is_latest, next_refresh_at)
+    return StoredReading(row_id, stored, is_latest, next_refresh_at)
 
 
 def reading_rows_create(connection_id: str, reading: Reading) -> int:
