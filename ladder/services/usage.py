@@ -163,8 +163,7 @@ def usage_record(
 
 def _current_budgets(now: datetime, config: LadderConfig | None) -> dict[Rung, RungBudget]:
     """The budgets with the spend read now; the configuration read unless given."""
-    if config is None:
-        config = configuration_get().to_domain()
+    config = config or configuration_get().to_domain()
     return rung_budgets(config, spend_usd(period=config.budget_period, now=now), now)
 
 

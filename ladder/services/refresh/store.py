@@ -109,14 +109,10 @@ def outcome_apply(
                 failure, classification="rate_limited", window=None, windows=(), reset_at=None
             )
             outcome = dataclasses.replace(outcome, error=FetchError(failure, status=429))
-        if failure.classification == "auth_failed":
-            result = AUTH_FAILED
-        elif failure.classification == "rate_limited" or error.status == 429:
-            result = RATE_LIMITED
-        elif error.transient:
-            result = TRANSIENT
+        if failure.classification in (AUTH_FAILED, RATE_LIMITED):  # the outcome is named like the class
+            result: str = failure.classification
         else:
-            result = FAILED
+            result = TRANSIENT if error.transient else FAILED
         return finish(outcome, result, failure.classification, failure.detail or str(error))
     if outcome.crash:
         return finish(outcome, FAILED, "upstream_error", outcome.crash)
