@@ -106,7 +106,7 @@ def failure_record(
         window = spent[0].name if spent else None
         reset_at = failure.reset_at
         cooldown_until: datetime | None = None
-        changed = False
+        disabled = False
         latched: tuple[str, ...] = ()
         if failure.classification == "quota_exhausted":
             # The latest reading is read before anything changes: its resets are the evidence.
@@ -129,7 +129,6 @@ def failure_record(
                 reading_record(connection_id=connection_id, reading=exhausted, now=now)
             locked.refresh_from_db(fields=["backoff_level", "cooldown_until"])
             locked.backoff_level = min(locked.backoff_level + 1, MAX_BACKOFF_LEVEL)
-            changed = True
         elif failure.classification == "rate_limited":
             recent = m.FailureEvent.objects.filter(
                 connection_id=connection_id,
@@ -140,7 +139,6 @@ def failure_record(
             cooldown_until = transient_cooldown_until(
                 now=observed_at, level=recent, retry_after_s=failure.retry_after_s
             )
-            changed = True
         elif failure.classification == "auth_failed" and _ladder_can_refresh(locked):
             # DESIGN L7 as amended: a credential the ladder owns gets one refresh and a verifying poll
             # first, recorded in the database (the credential beat and the fan-out pick it up if the
@@ -151,7 +149,7 @@ def failure_record(
             # Once disabled, another 401 changes nothing (nor overwrites needs_reauth): no reload.
             locked.enabled = False
             locked.disabled_reason = "auth_failed"
-            changed = True
+            disabled = True
         if cooldown_until is not None:
             if locked.cooldown_until is not None and locked.cooldown_until > cooldown_until:
                 cooldown_until = locked.cooldown_until  # the longer of the running and the new one
@@ -159,7 +157,7 @@ def failure_record(
             if failure.classification == "quota_exhausted" and reset_at and reset_at > observed_at:
                 cooldown_until = min(cooldown_until, reset_at)
             locked.cooldown_until = cooldown_until
-        if changed:
+        if disabled or cooldown_until is not None:
             locked.save(
                 update_fields=["enabled", "disabled_reason", "cooldown_until", "backoff_level", "updated_at"]
             )
@@ -177,9 +175,9 @@ def failure_record(
             source="gateway",
             observed_at=observed_at,
         )
-        if failure.classification == "auth_failed" and changed:
-            bump_state_version()  # disabled: the snapshot itself changed
-        elif changed:
+        if disabled:
+            bump_state_version()  # the snapshot itself changed
+        elif cooldown_until is not None:
             bump_live_version([connection_id])  # a cooldown (and a latch): live state
     if recheck:
         _request_refresh(connection_id)
