@@ -194,8 +194,7 @@ def _write_back(row: Connection, renewed: Credential, *, until: datetime, now: d
     cas = Connection.objects.filter(
         pk=row.pk, refresh_claimed_until=until, refresh_ciphertext=row.refresh_ciphertext
     )
-    written = _persist(lambda: cas.update(**updates))
-    if written != 1:
+    if _persist(lambda: cas.update(**updates)) != 1:
         # The lease ran out mid-refresh and someone else wrote: their token wins, ours is dropped.
         logger.error(
             "credential refresh connection=%s outcome=cas_lost: the rotated token was dropped", row.pk

@@ -202,14 +202,12 @@ def _release_unpolled(work: queue.SimpleQueue[RefreshJob], *, claim_until: datet
 # --- runs (what the tasks call) --------------------------------------------------------------
 
 
-def refresh_due_run(
-    *, lease_s: float, deadline_s: float | None = None, limit: int | None = None
-) -> RefreshSummary:
-    """The periodic fan-out: record the beat tick, claim the due connections, refresh them."""
+def refresh_due_run(*, lease_s: float, deadline_s: float | None = None) -> RefreshSummary:
+    """The periodic fan-out: record the beat tick, claim the due connections (up to
+    ``LADDER_REFRESH_BATCH_MAX``), refresh them."""
     now = timezone.now()
     hotstate.beat_record(now=now)
-    limit = limit if limit is not None else int(settings.LADDER_REFRESH_BATCH_MAX)
-    ids = connections_claim_due(now=now, limit=limit, lease_s=lease_s)
+    ids = connections_claim_due(now=now, limit=int(settings.LADDER_REFRESH_BATCH_MAX), lease_s=lease_s)
     if not ids:
         return RefreshSummary()
     summary = connections_refresh_many(ids, claim_until=claim_deadline(now, lease_s), deadline_s=deadline_s)
