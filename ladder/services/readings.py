@@ -38,13 +38,7 @@ from ladder.domain.windows import (
     limits_for,
     next_latch,
 )
-from ladder.models import (
-    Connection,
-    CredentialAccess,
-    FailureEvent,
-    QuotaReading,
-    QuotaWindow,
-)
+from ladder.models import Connection, CredentialAccess, FailureEvent, QuotaReading, QuotaWindow
 from ladder.selectors.connections import connection_poll_floor_s
 from ladder.selectors.snapshot import configuration_get
 from ladder.services.state import bump_live_version
