@@ -64,8 +64,7 @@ def credential_rate_check(*, token_id: int, now: datetime) -> None:
     """At most LADDER_CREDENTIALS_RATE_PER_MIN fetches and pushes per gateway token and minute
     (ladder.security.ratelimit); 429 past it. Redis unavailable: not limited (logged)."""
     limit = int(settings.LADDER_CREDENTIALS_RATE_PER_MIN)
-    wait_s = rate_limit_hit(key=f"credential:{token_id}", limit=limit)
-    if wait_s is not None:
+    if (wait_s := rate_limit_hit(key=f"credential:{token_id}", limit=limit)) is not None:
         raise CredentialUnavailable(
             429,
             "rate_limited",

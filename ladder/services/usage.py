@@ -54,7 +54,6 @@ class UsageInvalid(Exception):
     def __init__(self, field: str, message: str, *, code: str = "invalid_event") -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
-        self.message = message
         self.code = code
 
 
@@ -64,7 +63,6 @@ class UsageConflict(Exception):
     def __init__(self, field: str, request_id: str) -> None:
         super().__init__(f"{field}: {request_id!r} was already reported with a different payload")
         self.field = field
-        self.request_id = request_id
 
 
 @dataclass(frozen=True)
