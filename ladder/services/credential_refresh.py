@@ -74,8 +74,6 @@ REAUTH_MESSAGE = (
 @dataclass(frozen=True)
 class RefreshResult:
     outcome: str
-    expires_at: datetime | None = None
-    detail: str = ""
 
 
 def _claimable(now: datetime) -> Q:
@@ -121,20 +119,20 @@ def _lost_claim(connection_id: str, *, wait_s: float | None, force: bool, stale:
     if row is None or row.credential_owner != "ladder":
         return RefreshResult(NOT_OWNED)
     if row.disabled_reason == NEEDS_REAUTH:
-        return RefreshResult(REFUSED, row.credential_expires_at)
+        return RefreshResult(REFUSED)
     if not row.refresh_ciphertext:
-        return RefreshResult(NO_REFRESH_TOKEN, row.credential_expires_at)
+        return RefreshResult(NO_REFRESH_TOKEN)
     deadline = time.monotonic() + (float(settings.LADDER_CREDENTIAL_WAIT_S) if wait_s is None else wait_s)
     while row.refresh_claimed_until is not None and row.refresh_claimed_until >= timezone.now():
         if time.monotonic() >= deadline:
-            return RefreshResult(IN_PROGRESS, row.credential_expires_at)
+            return RefreshResult(IN_PROGRESS)
         time.sleep(0.02)
         row = Connection.objects.get(pk=connection_id)
     if row.disabled_reason == NEEDS_REAUTH:
-        return RefreshResult(REFUSED, row.credential_expires_at)
+        return RefreshResult(REFUSED)
     if _still_needed(row, now=timezone.now(), force=force, stale=stale):
-        return RefreshResult(IN_PROGRESS, row.credential_expires_at, "the other refresher did not renew it")
-    return RefreshResult(FRESH, row.credential_expires_at)
+        return RefreshResult(IN_PROGRESS)  # the other refresher did not renew it
+    return RefreshResult(FRESH)
 
 
 def _still_needed(row: Connection, *, now: datetime, force: bool, stale: str | None) -> bool:
@@ -166,26 +164,26 @@ def _refresh_claimed(
 ) -> RefreshResult:
     row = Connection.objects.get(pk=connection_id, refresh_claimed_until=until)  # re-read after the claim
     if not _still_needed(row, now=now, force=force, stale=stale):
-        return RefreshResult(FRESH, row.credential_expires_at)
+        return RefreshResult(FRESH)
     kind = connection_kind(row)
     try:
         credential = stored_credential(row)
     except (CredentialDecryptionError, ImproperlyConfigured, ValueError) as exc:
         logger.error("credential refresh connection=%s: stored credential unusable: %s", connection_id, exc)
-        return RefreshResult(FAILED, row.credential_expires_at, "stored credential unusable")
+        return RefreshResult(FAILED)
     if credential is None or not credential.refresh_token or kind is None:
-        return RefreshResult(NO_REFRESH_TOKEN, row.credential_expires_at)
+        return RefreshResult(NO_REFRESH_TOKEN)
     try:
         renewed = redeem_refresh_token(
             kind, credential, client, now, base_url=row.base_url, override=upstream_override(kind)
         )
     except RefreshRefused as exc:
         _mark_needs_reauth(connection_id, until=until, why=str(exc))
-        return RefreshResult(REFUSED, row.credential_expires_at, str(exc))
+        return RefreshResult(REFUSED)
     except RefreshFailed as exc:
         outcome = TRANSIENT if exc.transient else FAILED
         logger.warning("credential refresh connection=%s outcome=%s: %s", connection_id, outcome, exc)
-        return RefreshResult(outcome, row.credential_expires_at, str(exc))
+        return RefreshResult(outcome)
     return _write_back(row, renewed, until=until, now=timezone.now())
 
 
@@ -199,11 +197,11 @@ def _write_back(row: Connection, renewed: Credential, *, until: datetime, now: d
         logger.error(
             "credential refresh connection=%s outcome=cas_lost: the rotated token was dropped", row.pk
         )
-        return RefreshResult(CAS_LOST, row.credential_expires_at)
+        return RefreshResult(CAS_LOST)
     logger.info(
         "credential refresh connection=%s outcome=refreshed expires_at=%s", row.pk, renewed.expires_at
     )
-    return RefreshResult(REFRESHED, renewed.expires_at)
+    return RefreshResult(REFRESHED)
 
 
 def _persist(write: Callable[[], int]) -> int:

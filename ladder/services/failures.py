@@ -56,7 +56,6 @@ class FailureOutcome:
     cooldown_until: datetime | None  # the cooldown this failure set (None: none)
     reset_at: datetime | None
     window: str | None
-    event_id: int
     windows: tuple[str, ...] = ()  # every window the failure latched (the first is ``window``)
 
 
@@ -161,7 +160,7 @@ def failure_record(
             locked.save(
                 update_fields=["enabled", "disabled_reason", "cooldown_until", "backoff_level", "updated_at"]
             )
-        event = m.FailureEvent.objects.create(
+        m.FailureEvent.objects.create(
             connection_id=connection_id,
             status=status,
             classification=failure.classification,
@@ -186,7 +185,6 @@ def failure_record(
         cooldown_until=cooldown_until,
         reset_at=reset_at,
         window=window,
-        event_id=event.pk,
         windows=latched,
     )
 
