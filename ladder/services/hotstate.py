@@ -25,10 +25,9 @@ from ladder.selectors.health import BEAT_HEARTBEAT
 from ladder.selectors.hotstate import HotStateUnavailable, redis_mark_down
 
 
-def beat_record(*, now: datetime) -> datetime:
+def beat_record(*, now: datetime) -> None:
     """Record a refresh fan-out tick: the "beat" heartbeat row."""
     m.Heartbeat.objects.update_or_create(pk=BEAT_HEARTBEAT, defaults={"last_at": now})
-    return now
 
 
 @contextlib.contextmanager

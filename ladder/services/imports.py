@@ -126,10 +126,8 @@ def state_import(*, data: Any, replace: bool = False) -> ImportSummary:
             conn_row.min_poll_interval_s = connection.poll_interval_s
             conn_row.position = index
             _full_clean(conn_row, f"connections[{index}]", exclude_unique=True)
-            if conn_row._state.adding:
-                conn_row.save()
-            else:  # never the credential's columns: a refresh may rotate them meanwhile (issue 17)
-                conn_row.save(update_fields=IMPORTED_CONNECTION_FIELDS)
+            # An existing row: never the credential's columns, a refresh may rotate them meanwhile (issue 17).
+            conn_row.save(update_fields=None if conn_row._state.adding else IMPORTED_CONNECTION_FIELDS)
             connection_ids.add(conn_row.pk)
             summary["connections"] += 1
             if connection.reading is not None:
