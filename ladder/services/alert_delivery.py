@@ -86,10 +86,9 @@ def enqueue_deliveries(*, episode: m.AlertEpisode, event: str, now: datetime) ->
         fired = m.AlertDelivery.objects.filter(episode=episode, event="fired").values("channel_id")
         if fired.exists():
             targets = m.AlertChannel.objects.filter(pk__in=fired)
-    channels = list(targets.filter(enabled=True))
     deliveries: list[m.AlertDelivery] = []
     created_pks: list[int] = []
-    for channel in channels:
+    for channel in targets.filter(enabled=True):
         delivery, created = _delivery_get_or_create(episode=episode, channel=channel, event=event, now=now)
         deliveries.append(delivery)
         if created:

@@ -139,9 +139,7 @@ def escalation_compare(*, auto_id: str, resolution: Resolution, now: datetime) -
 def escalation_kind(from_rung: int | None, to_rung: int | None) -> str:
     if to_rung is None:
         return "empty"
-    if from_rung is None or to_rung < from_rung:
-        return "down"
-    return "up"
+    return "down" if from_rung is None or to_rung < from_rung else "up"
 
 
 def escalation_why(resolution: Resolution, from_rung: int | None) -> str:

@@ -334,8 +334,6 @@ def _stored_time(text: object) -> datetime | None:
 
 def _previous_latches(reading_ids: list[int]) -> dict[str, bool]:
     """Window name → latch in the most recent of these readings (newest first) that has the window."""
-    if not reading_ids:
-        return {}
     rank = {rid: index for index, rid in enumerate(reading_ids)}
     rows = QuotaWindow.objects.filter(reading_id__in=reading_ids).values_list("reading_id", "name", "latched")
     # The oldest first, so that the newest reading that has a window sets its latch.
