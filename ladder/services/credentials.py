@@ -56,20 +56,16 @@ def stored_credential(connection: Connection) -> Credential | None:
     access = connection.get_credential()
     if not access:
         return None
-    refresh_token: str | None = None
-    refresh_params: dict[str, str] = {}
-    if connection.refresh_ciphertext:
-        blob = json.loads(decrypt_credential(connection.refresh_ciphertext))
-        refresh_token = blob.get("refresh_token") or None
-        refresh_params = {str(k): str(v) for k, v in (blob.get("params") or {}).items()}
+    sealed = connection.refresh_ciphertext  # the refresh token and its params, when the ladder owns it
+    blob = json.loads(decrypt_credential(sealed)) if sealed else {}
     params = connection.provider_params if isinstance(connection.provider_params, dict) else {}
     return Credential(
         access_token=access,
-        refresh_token=refresh_token,
+        refresh_token=blob.get("refresh_token") or None,
         expires_at=connection.credential_expires_at,
         account_id=connection.credential_account_id or None,
         params={str(k): str(v) for k, v in params.items() if v is not None},
-        refresh_params=refresh_params,
+        refresh_params={str(k): str(v) for k, v in (blob.get("params") or {}).items()},
     )
 
 
