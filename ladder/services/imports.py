@@ -138,8 +138,7 @@ def state_import(*, data: Any, replace: bool = False) -> ImportSummary:
 
         if state.now is not None:
             for rung, name in BUDGET_RUNG_NAMES.items():
-                amount = snapshot.spend_usd.get(name)
-                if amount is None:
+                if (amount := snapshot.spend_usd.get(name)) is None:
                     continue
                 m.UsageEvent.objects.update_or_create(
                     request_id=f"import:{format_utc(state.now)}:{name}",

@@ -204,14 +204,13 @@ def reading_store(
     updates: dict[str, Any] = dict(connection_updates or {})
     next_refresh_at: datetime | None = None
     if is_latest:
-        last_polled_at = updates.get("last_polled_at", last_polled_at)
         next_refresh_at = next_refresh_after(
             stored,
             now=now,
             config=config,
             limits=limits,
             min_poll_interval_s=floor_s,
-            last_polled_at=last_polled_at,
+            last_polled_at=updates.get("last_polled_at", last_polled_at),
             scheduled=scheduled if reading.source == "headers" else None,
         )
         updates["next_refresh_at"] = next_refresh_at
