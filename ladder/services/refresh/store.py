@@ -158,7 +158,6 @@ def _finish_failure(
     retry_after = min(max(failure.retry_after_s or 0.0, 0.0), RETRY_AFTER_CAP_S)
     level = min(job.poll_backoff_level + 1, MAX_BACKOFF_LEVEL)
     updates: dict[str, Any] = {"claimed_until": None, "last_polled_at": outcome.fetched_at}
-    wait_s: float | None = None
     if result == AUTH_FAILED:
         updates |= {
             "enabled": False,
@@ -166,20 +165,19 @@ def _finish_failure(
             "next_refresh_at": None,
             "poll_backoff_level": 0,
         }
-    elif result == TRANSIENT:
-        wait_s = max(retry_after, transient_backoff_s(job.poll_backoff_level) * random.uniform(0.5, 1.5))
+        then = "connection disabled until an operator fixes it"
     else:
-        wait_s = max(retry_after, poll_backoff_s(level, config) * random.uniform(1.0, 1.25))
-        if result == FAILED and failure.reset_at is not None and failure.reset_at > now:
-            wait_s = max(min(wait_s, (failure.reset_at - now).total_seconds() + 1.0), 1.0)
-    if wait_s is not None:
+        if result == TRANSIENT:
+            wait_s = max(retry_after, transient_backoff_s(job.poll_backoff_level) * random.uniform(0.5, 1.5))
+        else:
+            wait_s = max(retry_after, poll_backoff_s(level, config) * random.uniform(1.0, 1.25))
+            if result == FAILED and failure.reset_at is not None and failure.reset_at > now:
+                wait_s = max(min(wait_s, (failure.reset_at - now).total_seconds() + 1.0), 1.0)
         # A failed poll is a poll: the next one waits for the poll floor too (L5).
         wait_s = max(wait_s, job.min_poll_interval_s or 0.0)
         updates |= {"next_refresh_at": now + timedelta(seconds=wait_s), "poll_backoff_level": level}
+        then = f"next poll in {wait_s:.0f} s"
     http = f"HTTP {status}" if status is not None else "no HTTP answer"
-    then = (
-        "connection disabled until an operator fixes it" if wait_s is None else f"next poll in {wait_s:.0f} s"
-    )
     message = f"{result}: {classification} ({http}): {detail}; {then}"
     updates["last_poll_error"] = message[:2000]
     if Connection.objects.filter(pk=cid, claimed_until=claim_until).update(**updates) != 1:
