@@ -98,9 +98,7 @@ def _swap(auto_id: str, rung: Rung | None, counter_field: str) -> str | None:
             previous = client.evalsha(_SCRIPT_SHA, 2, *keys_and_args)
         except redis.exceptions.NoScriptError:
             previous = client.eval(_SCRIPT, 2, *keys_and_args)  # loads it for the next calls
-    if previous is None:
-        return None
-    return previous.decode() if isinstance(previous, bytes) else str(previous)
+    return previous.decode() if isinstance(previous, bytes) else previous  # None: none there
 
 
 def escalation_compare(*, auto_id: str, resolution: Resolution, now: datetime) -> EscalationEvent | None:

@@ -179,7 +179,10 @@ def failure_record(
         elif cooldown_until is not None:
             bump_live_version([connection_id])  # a cooldown (and a latch): live state
     if recheck:
-        _request_refresh(connection_id)
+        try:
+            refresh_request(connection_ids=[connection_id])
+        except Exception:  # best effort: the next resolution asks again
+            logger.exception("could not queue a quota refresh for %s", connection_id)
     return FailureOutcome(
         classification=failure.classification,
         cooldown_until=cooldown_until,
@@ -205,13 +208,6 @@ def connection_secrets(connection: m.Connection) -> tuple[str, ...]:
 
 def _ladder_can_refresh(connection: m.Connection) -> bool:
     return connection.credential_owner == "ladder" and connection.has_refresh_token
-
-
-def _request_refresh(connection_id: str) -> None:
-    try:
-        refresh_request(connection_ids=[connection_id])
-    except Exception:  # best effort: the next resolution asks again
-        logger.exception("could not queue a quota refresh for %s", connection_id)
 
 
 def _exhausted_reading(

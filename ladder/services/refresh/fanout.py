@@ -74,7 +74,6 @@ def connections_refresh_many(
     connection_ids: Sequence[str],
     *,
     claim_until: datetime,
-    concurrency: int | None = None,
     deadline_s: float | None = None,
 ) -> RefreshSummary:
     """Poll claimed connections concurrently and store every outcome.
@@ -98,7 +97,7 @@ def connections_refresh_many(
             outcomes_write([Outcome(job, now) for job in skipped], claim_until=claim_until, config=config)
         )
     if to_fetch:
-        limit = concurrency or int(settings.LADDER_REFRESH_CONCURRENCY)
+        limit = int(settings.LADDER_REFRESH_CONCURRENCY)
         summary.outcomes.update(
             _fetch_and_write(
                 to_fetch,

@@ -18,8 +18,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_it_refreshes_many_connections_of_every_kind_concurrently(
-    upstream: FakeUpstream, control: FakeUpstreamControl
+    upstream: FakeUpstream, control: FakeUpstreamControl, settings: Any
 ) -> None:
+    settings.LADDER_REFRESH_CONCURRENCY = 64
     ids = []
     for kind in KINDS:
         for index in range(3):
@@ -30,7 +31,7 @@ def test_it_refreshes_many_connections_of_every_kind_concurrently(
     claimed = connections_claim_due(now=now, limit=1000, lease_s=LEASE_S)
     assert sorted(claimed) == sorted(ids)
 
-    summary = connections_refresh_many(claimed, claim_until=claim_deadline(now, LEASE_S), concurrency=64)
+    summary = connections_refresh_many(claimed, claim_until=claim_deadline(now, LEASE_S))
 
     assert summary.claimed == len(ids)
     assert summary.outcomes == {"ok": len(ids)}
@@ -50,11 +51,13 @@ def test_it_caps_the_polls_in_flight_per_provider(
         make_connection(upstream, f"c{index}")
     control.slow(1000, kind="claude-oauth")  # long beside the writes, so the rounds stand out
 
+    settings.LADDER_REFRESH_CONCURRENCY = 8
+
     def run(cap: int) -> float:
         settings.LADDER_REFRESH_PROVIDER_CONCURRENCY = {"claude": cap}
         now = timezone.now()
         claimed = connections_claim(connection_ids=[f"c{i}" for i in range(4)], now=now, lease_s=LEASE_S)
-        summary = connections_refresh_many(claimed, claim_until=claim_deadline(now, LEASE_S), concurrency=8)
+        summary = connections_refresh_many(claimed, claim_until=claim_deadline(now, LEASE_S))
         assert summary.outcomes == {"ok": 4}
         return summary.elapsed_s
 
