@@ -34,9 +34,8 @@ def beat_record(*, now: datetime) -> None:
 def tolerated() -> Iterator[None]:
     """Do without Redis: a failure (recorded, so that Redis is left alone for a while) or a recent
     outage ends the block quietly, and the caller carries on with its answer for "unknown"."""
-    try:
-        yield
-    except HotStateUnavailable:
-        pass
-    except (redis.RedisError, OSError) as exc:
-        redis_mark_down(exc)
+    with contextlib.suppress(HotStateUnavailable):
+        try:
+            yield
+        except (redis.RedisError, OSError) as exc:
+            redis_mark_down(exc)

@@ -24,9 +24,8 @@ def refresh_request(*, connection_ids: Iterable[str]) -> list[str]:
     queued again (its pending key, ``SET NX`` with that TTL). Never raises: with Redis down nothing is
     queued (logged; the beat fan-out still polls the connection when due); a broker that refuses the
     message clears the keys. Returns the ids queued."""
-    ids = [cid for cid in dict.fromkeys(connection_ids) if isinstance(cid, str) and cid]
     ttl_s = max(1, int(settings.LADDER_REFRESH_REQUEST_DEDUPE_S))
-    keys = {refresh_pending_key(cid): cid for cid in ids}
+    keys = {refresh_pending_key(cid): cid for cid in connection_ids if isinstance(cid, str) and cid}
     return enqueue_once("ladder.tasks.refresh_connections", keys, ttl_s=ttl_s, batch=True)
 
 
