@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import smtplib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -141,11 +142,9 @@ def discord_body(payload: Mapping[str, Any]) -> dict[str, Any]:
 
 def scrub(text: str, target: Target) -> str:
     secrets = [target.secret, target.url]
-    try:
+    with contextlib.suppress(ValueError):  # a URL that does not parse is scrubbed whole
         parts = urlsplit(target.url)
         secrets += [parts.path, parts.query, parts.password or ""]
-    except ValueError:
-        pass
     for secret in sorted({s for s in secrets if s and s != "/"}, key=len, reverse=True):
         text = text.replace(secret, "…")
     return text

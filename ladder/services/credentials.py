@@ -108,8 +108,7 @@ def credential_apply(*, connection: Connection, credential: Credential, owner: s
     only when the ladder owns it), expiry, account, the adapter's params. A new credential clears
     ``auth_failed`` and ``needs_reauth`` (DESIGN L7). The caller saves and bumps the state version.
     Raises ValidationError (field ``credential_owner``) for an owner that cannot hold it."""
-    kind = connection_kind(connection)
-    if problem := credential_owner_problem(kind, owner, credential):
+    if problem := credential_owner_problem(connection_kind(connection), owner, credential):
         raise ValidationError({"credential_owner": problem})
     for name, value in credential_columns(connection, credential, owner=owner, now=now).items():
         setattr(connection, name, value)
