@@ -9,7 +9,7 @@ from django.contrib import admin
 from django.db.models import QuerySet, URLField
 from django.http import HttpRequest
 
-from ladder import services
+from ladder.services.state import bump_state_version
 
 ListDisplay = tuple[str | Callable[[Any], str | bool], ...]
 
@@ -21,20 +21,20 @@ class VersionBumpingAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
-        services.bump_state_version()
+        bump_state_version()
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
         super().delete_model(request, obj)
-        services.bump_state_version()
+        bump_state_version()
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         super().delete_queryset(request, queryset)
-        services.bump_state_version()
+        bump_state_version()
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         super().save_related(request, form, formsets, change)
         if formsets:
-            services.bump_state_version()
+            bump_state_version()
 
 
 class ReadOnlyHistoryMixin:

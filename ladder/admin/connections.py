@@ -13,7 +13,6 @@ from django.forms import ModelForm
 from django.http import HttpRequest
 from django.utils import timezone
 
-from ladder import services
 from ladder.admin.base import ListDisplay, VersionBumpingAdmin, https_url_formfield
 from ladder.domain.billing import BillingVerdict, classify_billing
 from ladder.domain.credentials import NEEDS_REAUTH, connection_kind, default_owner, expires_in_text
@@ -30,7 +29,7 @@ from ladder.services.credentials import (
     CredentialFileError,
     parse_credential_file,
 )
-from ladder.services.state import credential_problem
+from ladder.services.state import bump_state_version, credential_problem
 
 UNCURATED = "unknown — treated as metered (uncurated)"
 
@@ -300,7 +299,7 @@ class ConnectionAdmin(VersionBumpingAdmin):
     def save_model(self, request: HttpRequest, obj: Connection, form: Any, change: bool) -> None:
         """An edit writes only what it changed (ConnectionForm.update_fields); never a full row."""
         form.write(obj)
-        services.bump_state_version()
+        bump_state_version()
 
     @admin.display(description="credential")
     def credential_stored(self, obj: Connection) -> str:

@@ -87,9 +87,9 @@ class LadderConfiguration(models.Model):
 
 class StateVersion(models.Model):
     """Two counters. ``value``: bumped by every write of what a snapshot holds but the live state
-    (services.bump_state_version); snapshots are cached by it. ``live``: bumped by every write of a
+    (services.state.bump_state_version); snapshots are cached by it. ``live``: bumped by every write of a
     connection's live state, its latest reading (with latches) or its cooldown, which also stamps
-    the connection's ``live_seq`` (services.bump_live_version); a cached snapshot re-reads just
+    the connection's ``live_seq`` (services.state.bump_live_version); a cached snapshot re-reads just
     those connections."""
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)

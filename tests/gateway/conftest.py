@@ -14,7 +14,7 @@ from jsonschema import Draft202012Validator
 from ladder import models as m
 from ladder.gateway.schema import openapi_document
 from ladder.gateway.snapshot_cache import snapshot_cache
-from ladder.services import bump_state_version
+from ladder.services.state import bump_state_version
 from ladder.services.tokens import gateway_token_create
 from tests.conftest import TEST_HOTSTATE_PREFIX
 

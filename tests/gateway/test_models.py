@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from ladder import models as m
-from ladder.services import bump_state_version
+from ladder.services.state import bump_state_version
 from tests.gateway.conftest import Api, assert_error, assert_schema
 
 pytestmark = pytest.mark.django_db

@@ -17,7 +17,7 @@ from django.db import connection
 
 from ladder import models as m
 from ladder.gateway.snapshot_cache import snapshot_cache
-from ladder.services import bump_state_version
+from ladder.services.state import bump_state_version
 from ladder.services.tokens import gateway_token_create
 from ladder_client import Candidate, LadderClient
 from tests.conftest import TEST_HOTSTATE_PREFIX

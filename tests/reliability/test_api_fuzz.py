@@ -26,7 +26,7 @@ from schemathesis.generation.modes import GenerationMode
 
 from ladder import models as m
 from ladder.gateway.snapshot_cache import snapshot_cache
-from ladder.services import bump_state_version
+from ladder.services.state import bump_state_version
 from ladder.services.tokens import gateway_token_create
 from tests.conftest import examples
 from tests.gateway.conftest import RefreshRecorder

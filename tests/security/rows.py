@@ -9,7 +9,7 @@ from decimal import Decimal
 from django.utils import timezone
 
 from ladder import models as m
-from ladder.services import bump_state_version
+from ladder.services.state import bump_state_version
 from ladder.services.tokens import gateway_token_create
 
 # Distinctive enough that finding it anywhere (or its tail) can only mean a leak.

@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from ladder.models import Connection
-from ladder.services import bump_state_version
+from ladder.services.state import bump_state_version
 from ladder.services.tokens import gateway_token_generate
 
 # (id, fixture kind served by the fake upstream, provider, auth_type, models or None)

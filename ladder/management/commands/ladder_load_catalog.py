@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from ladder import services
 from ladder.services.catalog_seed import catalog_seed_load
+from ladder.services.state import bump_state_version
 
 
 class Command(BaseCommand):
@@ -28,4 +28,4 @@ class Command(BaseCommand):
             for line in report.lines():
                 self.stdout.write(f"  {line}")
         if billing.changed or catalog.changed:
-            services.bump_state_version()
+            bump_state_version()

@@ -39,10 +39,10 @@ from django.core.management.base import BaseCommand, CommandError
 from ladder.management.commands.ladder_demo import DEMO_CONNECTIONS, local_secret
 from ladder.models import Connection, LadderConfiguration
 from ladder.security.logredact import redact_url
-from ladder.services import bump_state_version
 from ladder.services.alert_delivery import alert_channel_default_webhook
 from ladder.services.credentials import credential_import
 from ladder.services.refresh.fanout import refresh_connections_run
+from ladder.services.state import bump_state_version
 
 LOCAL_DIR = Path(settings.BASE_DIR) / ".local"
 DEMO_REFRESH_INTERVAL_S = 10.0
