@@ -14,7 +14,7 @@ from typing import Any
 from ladder_client.litellm_deployments import LadderConfigError, is_auto_id, ladder_candidates
 
 URL_ENV = "LADDER_URL"
-TOKEN_ENV = "LADDER_TOKEN"
+TOKEN_ENV = "LADDER_TOKEN"  # noqa: S105  (the variable's name)
 CACHE_ENV = "LADDER_RESOLVE_CACHE_S"
 TIMEOUT_ENV = "LADDER_TIMEOUT_S"
 FLUSH_ENV = "LADDER_FLUSH_INTERVAL_S"  # how often queued usage leaves (ladder_client.reporting)

@@ -378,7 +378,7 @@ class PerLoop:
             loop = None
         if self._given is None and (self._client is None or self._client.closed or self._loop is not loop):
             self._client, self._loop = self._make_client(), loop
-        assert self._client is not None
+        assert self._client is not None  # noqa: S101  (narrows the type: given, or made just above)
         return self._client
 
     @property

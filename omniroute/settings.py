@@ -101,7 +101,7 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]", "testserver")
 LADDER_PRODUCTION = any(host not in LOOPBACK_HOSTS for host in ALLOWED_HOSTS)
 _PROD = "true" if LADDER_PRODUCTION else "false"
 
-DEV_SECRET_KEY = "django-insecure-development-only-never-in-production"
+DEV_SECRET_KEY = "django-insecure-development-only-never-in-production"  # noqa: S105  (development only: production requires SECRET_KEY)
 SECRET_KEY_MIN_LENGTH = 50  # the strength Django's check --deploy asks for (security.W009)
 SECRET_KEY_MIN_UNIQUE_CHARACTERS = 5
 

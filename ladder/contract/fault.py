@@ -13,17 +13,18 @@ import msgspec
 
 Step = str | int
 
-_AT = re.compile(r"(?P<said>.*?)(?: - at `\$(?P<path>[^`]*)`)?", re.DOTALL)
 _STEP = re.compile(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]")
 
 
 def located(exc: msgspec.ValidationError) -> tuple[str, list[Step]]:
     """msgspec's complaint, and its path (`$.events[3].cost_usd`) as steps; `...` stands for a key of
     a mapping, which msgspec does not name."""
-    found = _AT.fullmatch(str(exc))
-    assert found is not None  # the pattern matches any text
-    steps = _STEP.findall(found["path"] or "")
-    return found["said"], [key or (index if index == "..." else int(index)) for key, index in steps]
+    text = str(exc)
+    said, at, path = text.rpartition(" - at `$")  # msgspec puts the path last
+    if not at or not path.endswith("`"):
+        return text, []
+    steps = _STEP.findall(path[:-1])
+    return said, [key or (index if index == "..." else int(index)) for key, index in steps]
 
 
 def field_path(steps: Sequence[Step]) -> str:

@@ -238,7 +238,7 @@ def _judge_plan_reading(
         return Reason.READING_UNVERIFIABLE, "no quota window of the reading applies to this model", None
     for window in windows:
         if reset_passed(window, now):
-            assert window.reset_at is not None
+            assert window.reset_at is not None  # noqa: S101  (narrows the type: reset_passed needs a reset)
             return (
                 Reason.WINDOW_RESET_PASSED,
                 f"window {window.name} reset at {format_utc(window.reset_at)}: reading is of a past period",
@@ -360,7 +360,7 @@ def _judge_candidate(
         if pair.refresh:
             refresh[connection_id] = None
         if pair.reason is None:
-            assert pair.rung is not None
+            assert pair.rung is not None  # noqa: S101  (narrows the type: a pair with no reason has its rung)
             allowed = survivors.get(pair.rung)
             if allowed is None:
                 survivors[pair.rung] = [connection_id]

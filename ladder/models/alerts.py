@@ -84,7 +84,7 @@ class AlertChannel(models.Model):
             if self.url:
                 errors["url"] = "An email channel has no url; its addresses go in email_to."
         if self.secret_ciphertext and self.kind != "webhook":
-            errors["secret"] = "Only a generic webhook channel is signed with a secret."
+            errors["secret"] = "Only a generic webhook channel is signed with a secret."  # noqa: S105  (a message)
         if errors:
             raise ValidationError(errors)
 

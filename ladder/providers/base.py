@@ -310,7 +310,7 @@ class BaseAdapter:
 
     def poll(self, upstream: Upstream, connection: ConnectionRef, now: datetime) -> Reading:
         """One call to the quota endpoint; an error inside a 2xx body (``error_in_body``) raises."""
-        assert self.usage_path is not None  # fetch polls only then
+        assert self.usage_path is not None  # noqa: S101  (narrows the type: fetch polls only then)
         headers = {**self.auth_headers(connection), **self.usage_headers}
         body = upstream.json(
             self.usage_method, self.usage_path, headers=headers, json_body=self.usage_body(connection)

@@ -42,8 +42,6 @@ from typing import Annotated, Any, get_args
 
 import msgspec
 
-from ladder.domain.credentials import REFRESHABLE_KINDS
-
 MAX_FILE_CHARS = 64 * 1024
 
 # Present and not blank (read stripped).
@@ -319,4 +317,3 @@ FILES: Mapping[str, type[CredentialFile]] = {
     "antigravity": AntigravityFile,
     "kiro": KiroFile,
 }
-assert set(FILES) == REFRESHABLE_KINDS

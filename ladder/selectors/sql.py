@@ -18,7 +18,8 @@ from ladder import models as m
 
 def column_name(model: type[models.Model], name: str) -> str:
     field = model._meta.get_field(name)
-    assert isinstance(field, models.Field)
+    if not isinstance(field, models.Field):
+        raise TypeError(f"{model.__name__}.{name} is not a column")
     return str(field.column)
 
 

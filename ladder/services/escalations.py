@@ -57,7 +57,7 @@ end
 redis.call('HINCRBY', KEYS[2], ARGV[3], 1)
 return previous
 """
-_SCRIPT_SHA = hashlib.sha1(_SCRIPT.encode()).hexdigest()
+_SCRIPT_SHA = hashlib.sha1(_SCRIPT.encode(), usedforsecurity=False).hexdigest()
 
 
 def last_outcome_key(auto_id: str) -> str:

@@ -23,7 +23,7 @@ from ladder.selectors.tokens import GatewayTokenGrant, gateway_token_by_hash
 logger = logging.getLogger(__name__)
 
 SCOPES = ("resolve", "report", "credentials")
-TOKEN_PREFIX = "olr_"
+TOKEN_PREFIX = "olr_"  # noqa: S105  (the tokens' public prefix, not a secret)
 PREFIX_SHOWN = 12  # characters kept in clear, so operators can tell tokens apart
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 TOKEN_VALUE_RE = re.compile(r"\A[\x21-\x7e]{16,256}\Z")  # printable ASCII, no spaces

@@ -172,8 +172,9 @@ def _budgets_to_json(budgets: dict[Rung, RungBudget]) -> dict[str, object]:
 def _budgets_from_json(stored: object) -> dict[Rung, RungBudget] | None:
     """The budgets answered the first time (None: none stored, or unreadable). Read by hand: a replay
     answers as the first time, and msgspec.convert would turn a budget of 0 into 0.0."""
+    if not isinstance(stored, dict):
+        return None
     try:
-        assert isinstance(stored, dict)
         return {
             Rung(item["rung_index"]): RungBudget(
                 rung=item["rung"],
@@ -183,7 +184,7 @@ def _budgets_from_json(stored: object) -> dict[Rung, RungBudget] | None:
             )
             for item in stored["budgets"]
         }
-    except (AssertionError, KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError):
         return None
 
 

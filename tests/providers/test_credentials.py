@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from devtools.fakeupstream.tokens import Family, cli_file
-from ladder.providers.credentials import CredentialFileError, jwt_expiry, parse_credential_file
+from ladder.domain.credentials import REFRESHABLE_KINDS
+from ladder.providers.credentials import FILES, CredentialFileError, jwt_expiry, parse_credential_file
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 EXPIRES = NOW + timedelta(hours=8)
@@ -122,3 +123,7 @@ def test_it_refuses_what_is_not_a_json_object() -> None:
         parse_credential_file("claude-oauth", "[1]", now=NOW)
     with pytest.raises(CredentialFileError, match="no credential file"):
         parse_credential_file("openai-api", "{}", now=NOW)
+
+
+def test_it_reads_a_file_of_every_kind_the_ladder_can_refresh() -> None:
+    assert set(FILES) == REFRESHABLE_KINDS

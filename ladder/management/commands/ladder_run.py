@@ -101,7 +101,7 @@ class Child:
     def start(self, now: float) -> None:
         # Its own process group: the terminal's Ctrl-C reaches only this command, which stops the
         # children, and a stop reaches a child's own children too (the Celery pool).
-        self.proc = subprocess.Popen(
+        self.proc = subprocess.Popen(  # noqa: S603  (this interpreter, with the command's own arguments)
             self.argv,
             cwd=settings.BASE_DIR,
             stdout=subprocess.DEVNULL if self.quiet else None,
@@ -313,7 +313,7 @@ class Command(BaseCommand):
 
     def _start(self, child: Child) -> None:
         child.start(time.monotonic())
-        assert child.proc is not None
+        assert child.proc is not None  # noqa: S101  (narrows the type: start() set it)
         self._say(f"starting {child.name} (pid {child.proc.pid}): {' '.join(child.argv[1:])}")
 
     def _supervise(self, children: list[Child], policy: RestartPolicy) -> None:
@@ -330,7 +330,7 @@ class Command(BaseCommand):
         while not stopping:
             now = time.monotonic()
             for child in children:
-                assert child.proc is not None
+                assert child.proc is not None  # noqa: S101  (narrows the type: every child was started)
                 if child.restart_at is not None:
                     if now >= child.restart_at:
                         self._start(child)

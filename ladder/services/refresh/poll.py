@@ -172,7 +172,7 @@ def _wants_reauth(outcome: Outcome) -> bool:
 
 def _reauth(outcome: Outcome, *, claim_until: datetime, client: httpx.Client) -> Outcome:
     job = outcome.job
-    assert job.ref is not None
+    assert job.ref is not None  # noqa: S101  (narrows the type: _wants_reauth checked it)
     result = credential_refresh(
         connection_id=job.connection_id, client=client, force=True, stale_access_token=job.ref.credential
     )

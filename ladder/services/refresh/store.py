@@ -168,9 +168,9 @@ def _finish_failure(
         then = "connection disabled until an operator fixes it"
     else:
         if result == TRANSIENT:
-            wait_s = max(retry_after, transient_backoff_s(job.poll_backoff_level) * random.uniform(0.5, 1.5))
+            wait_s = max(retry_after, transient_backoff_s(job.poll_backoff_level) * random.uniform(0.5, 1.5))  # noqa: S311  (jitter)
         else:
-            wait_s = max(retry_after, poll_backoff_s(level, config) * random.uniform(1.0, 1.25))
+            wait_s = max(retry_after, poll_backoff_s(level, config) * random.uniform(1.0, 1.25))  # noqa: S311  (jitter)
             if result == FAILED and failure.reset_at is not None and failure.reset_at > now:
                 wait_s = max(min(wait_s, (failure.reset_at - now).total_seconds() + 1.0), 1.0)
         # A failed poll is a poll: the next one waits for the poll floor too (L5).
